@@ -1,0 +1,45 @@
+"""Domain errors. The CLI turns them into one-line messages; nothing below the CLI prints."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class AgentCompassError(Exception):
+    """Base of every error agentcompass raises on purpose."""
+
+
+class UsageError(AgentCompassError):
+    """The user asked for something that cannot work (unknown name, bad argument, wrong combination).
+    Raised before any task starts."""
+
+
+class PluginError(AgentCompassError):
+    """A plugin could not be loaded or registered."""
+
+
+class InfrastructureError(AgentCompassError):
+    """A failure of the machinery around a task (environment start, engine hiccup), worth a retry."""
+
+
+class EnvironmentUnavailable(AgentCompassError):
+    """An environment kind cannot be used at all on this machine (e.g. no Docker engine). Stops the run
+    before any task."""
+
+
+class ResultsError(AgentCompassError):
+    """A run directory is missing, damaged or belongs to another run."""
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> UsageError:
+    """An error for an unknown plugin name that lists what exists and suggests close matches."""
+    names = sorted(known)
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    message = f"unknown {kind} {name!r}"
+    if close:
+        message += f"; did you mean {', '.join(repr(c) for c in close)}?"
+    message += f" Available: {', '.join(names) if names else '(none)'}."
+    if hint:
+        message += f" {hint}"
+    return UsageError(message)

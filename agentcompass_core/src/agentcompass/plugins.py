@@ -1,0 +1,242 @@
+"""The plugin system: a plugin-manager factory, guarded entry-point loading, and the registries.
+
+Every plugin, the built-ins included, arrives through the ``agentcompass`` entry-point group. Each entry
+point is loaded, registered and asked for its registrations inside its own ``try``: a broken plugin is
+recorded with its error and unregistered, and every other plugin keeps working.
+
+``AGENTCOMPASS_LOAD_PLUGINS`` (comma-separated entry-point names) restricts loading to the plugins it
+names; ``builtin`` is always loaded, since the runtime needs the ``none`` harness and ``local`` environment.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+import pluggy
+
+from agentcompass import hookspecs
+from agentcompass.errors import PluginError, unknown_name
+
+ENTRY_POINT_GROUP = "agentcompass"
+LOAD_PLUGINS_ENV = "AGENTCOMPASS_LOAD_PLUGINS"
+ALWAYS_LOADED = frozenset({"builtin"})
+
+#: Registration hook of each kind of thing a plugin can provide.
+REGISTRATION_HOOKS: dict[str, str] = {
+    "benchmark": "register_benchmarks",
+    "harness": "register_harnesses",
+    "environment": "register_environments",
+    "metric_contract": "register_metric_contracts",
+    "model": "register_models",
+}
+
+
+def make_plugin_manager() -> pluggy.PluginManager:
+    """A fresh plugin manager with agentcompass's hookspecs and no plugin."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+@attrs.define
+class Registration:
+    kind: str
+    name: str
+    factory: Callable[..., Any]
+    plugin: str
+
+
+@attrs.define
+class PluginRecord:
+    """What ``plugins list`` shows of one plugin."""
+
+    name: str
+    version: str | None = None
+    distribution: str | None = None
+    module: str | None = None
+    loaded: bool = False
+    hooks: list[str] = attrs.field(factory=list)
+    registers: dict[str, list[str]] = attrs.field(factory=dict)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "distribution": self.distribution,
+            "module": self.module,
+            "loaded": self.loaded,
+            "hooks": self.hooks,
+            "registers": self.registers,
+            "error": self.error,
+        }
+
+
+def _describe(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text.splitlines()[-1] if text else type(exc).__name__
+
+
+@attrs.define
+class PluginHost:
+    """A plugin manager plus what its plugins registered. Build one with :func:`load_plugins`."""
+
+    pm: pluggy.PluginManager = attrs.field(factory=make_plugin_manager)
+    records: dict[str, PluginRecord] = attrs.field(factory=dict)
+    registry: dict[str, dict[str, Registration]] = attrs.field(
+        factory=lambda: {kind: {} for kind in REGISTRATION_HOOKS}
+    )
+
+    # -- loading -------------------------------------------------------------------------------------
+
+    def add_plugin(self, plugin: object, name: str, record: PluginRecord | None = None) -> PluginRecord:
+        """Register one plugin object (a module or an instance with hookimpls) and collect what it
+        registers. Failures are recorded on the returned record, never raised."""
+        record = record or PluginRecord(name=name, module=getattr(plugin, "__name__", None))
+        self.records[name] = record
+        try:
+            self.pm.register(plugin, name=name)
+        except Exception as exc:  # a name clash or a hookimpl that does not match its spec
+            record.error = f"registration failed: {_describe(exc)}"
+            return record
+        try:
+            self.pm.check_pending()
+            registrations = self._collect_registrations(name)
+        except Exception as exc:
+            self.pm.unregister(name=name)
+            record.error = _describe(exc)
+            return record
+        for reg in registrations:
+            self.registry[reg.kind][reg.name] = reg
+        record.loaded = True
+        record.hooks = sorted(
+            caller.name for caller in (self.pm.get_hookcallers(plugin) or []) if caller.name != "__init__"
+        )
+        record.registers = {
+            kind: sorted(r.name for r in registrations if r.kind == kind)
+            for kind in REGISTRATION_HOOKS
+            if any(r.kind == kind for r in registrations)
+        }
+        return record
+
+    def remove_plugin(self, name: str) -> None:
+        """Unregister a plugin and forget what it registered."""
+        if self.pm.has_plugin(name):
+            self.pm.unregister(name=name)
+        for regs in self.registry.values():
+            for key in [k for k, r in regs.items() if r.plugin == name]:
+                del regs[key]
+        self.records.pop(name, None)
+
+    def _collect_registrations(self, plugin_name: str) -> list[Registration]:
+        collected: list[Registration] = []
+        for kind, hook_name in REGISTRATION_HOOKS.items():
+            caller = getattr(self.pm.hook, hook_name)
+            for impl in caller.get_hookimpls():
+                if impl.plugin_name != plugin_name:
+                    continue
+
+                def register(name: str, factory: Callable[..., Any], _kind: str = kind) -> None:
+                    if not isinstance(name, str) or not name:
+                        raise PluginError(f"{_kind} name must be a non-empty string, got {name!r}")
+                    if not callable(factory):
+                        raise PluginError(f"{_kind} {name!r}: factory {factory!r} is not callable")
+                    clash = self.registry[_kind].get(name) or next(
+                        (r for r in collected if r.kind == _kind and r.name == name), None
+                    )
+                    if clash is not None:
+                        raise PluginError(
+                            f"{_kind} {name!r} is registered by both plugin {clash.plugin!r} "
+                            f"and plugin {plugin_name!r}"
+                        )
+                    collected.append(Registration(_kind, name, factory, plugin_name))
+
+                impl.function(**{arg: register for arg in impl.argnames})
+        return collected
+
+    # -- lookup --------------------------------------------------------------------------------------
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.registry[kind])
+
+    def factory(self, kind: str, name: str) -> Callable[..., Any]:
+        """The factory registered under ``name``; an unknown name is a UsageError listing what exists."""
+        try:
+            return self.registry[kind][name].factory
+        except KeyError:
+            hint = ""
+            broken = [r.name for r in self.records.values() if r.error]
+            if broken:
+                hint = f"Plugins that failed to load: {', '.join(sorted(broken))} (see 'agentcompass plugins list')."
+            raise unknown_name(kind.replace("_", " "), name, self.registry[kind], hint) from None
+
+    def plugin_of(self, kind: str, name: str) -> PluginRecord | None:
+        reg = self.registry[kind].get(name)
+        return self.records.get(reg.plugin) if reg else None
+
+    def notify(self, hook_name: str, log: Any = None, **kwargs: Any) -> None:
+        """Call an observer hook on every plugin; a failing observer is logged, not raised."""
+        caller = getattr(self.pm.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            try:
+                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+            except Exception as exc:
+                if log is not None:
+                    log.warning("plugin.observer_failed", plugin=impl.plugin_name, hook=hook_name,
+                                error=_describe(exc))
+
+
+def _selected(names: str | None) -> set[str] | None:
+    if names is None:
+        return None
+    return {n.strip() for n in names.split(",") if n.strip()} | ALWAYS_LOADED
+
+
+def load_plugins(
+    entry_points: Iterable[importlib.metadata.EntryPoint] | None = None,
+    *,
+    only: str | None = None,
+    include_skipped: bool = False,
+) -> PluginHost:
+    """Load plugins from the ``agentcompass`` entry-point group into a new :class:`PluginHost`.
+
+    :param entry_points: entry points to load (default: the installed ones).
+    :param only: comma-separated names to load (default: ``$AGENTCOMPASS_LOAD_PLUGINS``, else all).
+    :param include_skipped: keep records of entry points that ``only`` excluded.
+    """
+    host = PluginHost()
+    if entry_points is None:
+        entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    selected = _selected(only if only is not None else os.environ.get(LOAD_PLUGINS_ENV))
+    seen: set[str] = set()
+    for ep in sorted(entry_points, key=lambda e: (e.name not in ALWAYS_LOADED, e.name)):
+        dist = getattr(ep, "dist", None)
+        record = PluginRecord(
+            name=ep.name,
+            version=dist.version if dist is not None else None,
+            distribution=dist.name if dist is not None else None,
+            module=ep.value,
+        )
+        if ep.name in seen:
+            record.error = f"another installed plugin already uses the entry-point name {ep.name!r}"
+            host.records[f"{ep.name} ({record.distribution})"] = record
+            continue
+        seen.add(ep.name)
+        if selected is not None and ep.name not in selected:
+            if include_skipped:
+                record.error = None
+                host.records[ep.name] = record
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            record.error = f"import failed: {_describe(exc)}"
+            host.records[ep.name] = record
+            continue
+        host.add_plugin(plugin, ep.name, record)
+    return host

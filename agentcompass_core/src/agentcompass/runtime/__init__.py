@@ -1,0 +1,42 @@
+"""The public API plugin authors import. Names here are a contract: they only ever grow."""
+
+from agentcompass.runtime.benchmark import BaseBenchmark, EvaluationEnvironmentMode, HarnessFreeBenchmark
+from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.harness import BaseHarness
+from agentcompass.runtime.metrics import MetricContract, make_metric_contract
+from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
+from agentcompass.runtime.types import (
+    EnvironmentSpec,
+    ExecResult,
+    ExecutionPlan,
+    ModelEndpoint,
+    PreparedTask,
+    RunRequest,
+    RunResult,
+    TaskSpec,
+    TaskStatus,
+)
+
+__all__ = [
+    "BaseBenchmark",
+    "BaseHarness",
+    "ChatResponse",
+    "EnvironmentProvider",
+    "EnvironmentSession",
+    "EnvironmentSpec",
+    "EvaluationEnvironmentMode",
+    "ExecResult",
+    "ExecutionPlan",
+    "HarnessFreeBenchmark",
+    "MetricContract",
+    "ModelClient",
+    "ModelEndpoint",
+    "ModelError",
+    "PreparedTask",
+    "RunRequest",
+    "RunResult",
+    "TaskSpec",
+    "TaskStatus",
+    "Usage",
+    "make_metric_contract",
+]

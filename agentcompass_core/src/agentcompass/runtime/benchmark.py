@@ -1,0 +1,125 @@
+"""Benchmarks own tasks and scoring.
+
+Lifecycle of a task attempt (the runtime drives it and owns the environment)::
+
+    prepare_task → run (Harness.run, or Benchmark.run_task under the `none` harness)
+                 → collect_artifacts → evaluate
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Iterable
+from typing import Any, ClassVar, Literal
+
+from agentcompass.runtime.environment import EnvironmentSession
+from agentcompass.runtime.metrics import MetricContract, make_metric_contract
+from agentcompass.runtime.types import (
+    EnvironmentSpec,
+    ExecutionPlan,
+    PreparedTask,
+    RunRequest,
+    RunResult,
+    TaskSpec,
+)
+
+EvaluationEnvironmentMode = Literal["none", "reuse", "fresh"]
+
+
+class BaseBenchmark:
+    """Base class of every benchmark.
+
+    Class attributes:
+
+    * ``name`` — the id users type; the registered name wins when they differ.
+    * ``metric_contract`` — what ``evaluate`` puts into ``RunResult.metrics``.
+    * ``evaluation_environment_mode`` — ``"none"``: ``evaluate`` gets ``env=None`` and the run environment
+      closes after collection; ``"reuse"``: ``evaluate`` runs in the task's environment; ``"fresh"``: a new
+      environment from the same spec, holding the files ``collect_artifacts`` saved into
+      ``plan.artifacts_dir`` under ``artifacts/``.
+    * ``required_model_roles`` — roles that must be configured (``"agent"``, ``"user"``, ``"judge"``).
+    """
+
+    name: ClassVar[str] = ""
+    metric_contract: ClassVar[MetricContract] = make_metric_contract(primary="score", scalar=("score",))
+    evaluation_environment_mode: ClassVar[EvaluationEnvironmentMode] = "none"
+    required_model_roles: ClassVar[tuple[str, ...]] = ("agent",)
+
+    def __init__(self, **options: Any) -> None:
+        """``options`` come from ``--benchmark-arg key=value``. Reject unknown ones with
+        :class:`~agentcompass.errors.UsageError`."""
+        self.options = options
+
+    def load_tasks(self, req: RunRequest) -> Iterable[TaskSpec] | AsyncIterable[TaskSpec]:
+        """Yield the benchmark's tasks (may be an async generator)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement load_tasks()")
+
+    def environment_spec(self, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
+        """The environment a task runs in. Default: ``python:3.11-slim``, no network."""
+        return EnvironmentSpec()
+
+    async def prepare_task(
+        self, task: TaskSpec, req: RunRequest, plan: ExecutionPlan, env: EnvironmentSession | None = None
+    ) -> PreparedTask:
+        """Place the task's material in the environment. Must be idempotent: a retry calls it again."""
+        return PreparedTask(task_id=task.task_id)
+
+    async def collect_artifacts(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        result: RunResult,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        """Extract submissions from the environment into ``result`` (and ``plan.artifacts_dir``).
+        Never scores."""
+        return result
+
+    async def evaluate(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        result: RunResult,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        """Score ``result`` into ``metrics``. A result that is not ``COMPLETED`` keeps its status and
+        error (the runtime enforces this); a crash here becomes ``EVAL_ERROR``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement evaluate()")
+
+    # Optional: benchmarks with reference solutions support the `oracle` harness.
+    async def apply_reference_solution(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        """Apply the task's reference solution in the environment, as an agent would, and return the
+        run's result. Implement it to make the ``oracle`` harness available."""
+        raise NotImplementedError
+
+    @classmethod
+    def has_reference_solutions(cls) -> bool:
+        return cls.apply_reference_solution is not BaseBenchmark.apply_reference_solution
+
+
+class HarnessFreeBenchmark(BaseBenchmark):
+    """A benchmark that drives its own multi-role loop (user simulator, domain state machine).
+
+    Run it with the ``none`` harness; ``run_task`` replaces ``Harness.run``. It must not create or close the
+    environment, and it must not score: ``evaluate`` does.
+    """
+
+    async def run_task(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        raise NotImplementedError(f"{type(self).__name__} must implement run_task()")

@@ -1,0 +1,45 @@
+"""Harnesses: the agent loop that drives a model on a task."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from agentcompass.runtime.benchmark import BaseBenchmark
+from agentcompass.runtime.environment import EnvironmentSession
+from agentcompass.runtime.types import ExecutionPlan, PreparedTask, RunRequest, RunResult, TaskSpec
+
+
+class BaseHarness:
+    """Base class of every harness.
+
+    ``run`` gets the prepared task and the live environment and returns a ``RunResult`` (status
+    ``COMPLETED`` when the loop ended normally, whatever the answer's quality). Use ``plan.models["agent"]``
+    for in-process model calls, or ``plan.model_endpoints["agent"].env()`` for a program in the environment.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    def check_compatible(self, benchmark: BaseBenchmark) -> None:
+        """Raise :class:`~agentcompass.errors.UsageError` if this harness cannot run ``benchmark``.
+        Called before any work starts."""
+        from agentcompass.errors import UsageError
+        from agentcompass.runtime.benchmark import HarnessFreeBenchmark
+
+        if isinstance(benchmark, HarnessFreeBenchmark):
+            raise UsageError(
+                f"benchmark {benchmark.name!r} drives its own loop; run it with the harness 'none' "
+                f"instead of {self.name!r}"
+            )
+
+    async def run(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")

@@ -1,0 +1,85 @@
+"""The model client interface: one async chat call in OpenAI's message format.
+
+Providers (registered with ``register_models``) return a :class:`ModelClient`; the runtime wraps it to meter
+every call into the task's trajectory and serves it to environments through the model gateway.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    """One chat completion.
+
+    :param message: the assistant message, OpenAI-style: ``{"role": "assistant", "content": ...,
+        "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}``.
+    """
+
+    message: Mapping[str, Any]
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+
+    @property
+    def content(self) -> str:
+        return str(self.message.get("content") or "")
+
+    @property
+    def tool_calls(self) -> list[Mapping[str, Any]]:
+        return list(self.message.get("tool_calls") or [])
+
+
+class ModelError(Exception):
+    """A model call failed.
+
+    :param retryable: a later identical call may succeed (rate limit, server error, timeout).
+    :param status: the HTTP status of the provider's answer, when there was one.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class ModelClient(abc.ABC):
+    """An async chat client for one model."""
+
+    #: The model's name as the provider knows it.
+    model: str = ""
+
+    @abc.abstractmethod
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> ChatResponse:
+        """Send a conversation and return the assistant's next message.
+
+        :param messages: OpenAI-style messages (system, user, assistant, tool).
+        :param tools: OpenAI-style function tool schemas the model may call.
+        :param params: generation settings (temperature, max_tokens, seed, ...).
+        :raises ModelError: the call failed.
+        """
+
+    async def aclose(self) -> None:  # noqa: B027
+        """Release connections."""

@@ -1,0 +1,178 @@
+"""Value types of the public API.
+
+Every type here is a frozen stdlib dataclass, so plugin code can use ``dataclasses.replace`` on it (the
+spec does exactly that with ``RunResult``). JSON (un)structuring goes through the one converter in
+``agentcompass.serialization``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentcompass.runtime.models import ModelClient
+
+
+class TaskStatus(enum.Enum):
+    """How a task attempt ended.
+
+    ``COMPLETED`` means the agent ran to the end and the result was scored (the score may be 0).
+    Every other status is an error kind, kept apart so that execution failures are never mixed up with
+    scoring failures.
+    """
+
+    COMPLETED = "COMPLETED"
+    PREPARE_ERROR = "PREPARE_ERROR"
+    RUN_ERROR = "RUN_ERROR"
+    EVAL_ERROR = "EVAL_ERROR"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_error(self) -> bool:
+        return self is not TaskStatus.COMPLETED
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of a benchmark, as ``load_tasks`` yields it."""
+
+    task_id: str
+    category: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PreparedTask:
+    """What ``prepare_task`` placed in the environment, for the later phases."""
+
+    task_id: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """Where a task runs. ``local`` honours ``workdir``-independent fields only (env, files); ``docker``
+    honours all of them.
+
+    :param image: image to run (``docker``); built from ``build_context`` when that is set.
+    :param build_context: a directory with a Dockerfile; the image is built once per run, by content hash.
+    :param dockerfile: the Dockerfile's name inside ``build_context``.
+    :param workdir: working directory inside the container; relative paths resolve against it.
+    :param env: extra environment variables for every ``exec``.
+    :param network: give the container a network. Off by default: tasks reach models via the gateway.
+    :param memory: memory limit (docker syntax, e.g. ``"2g"``).
+    :param cpus: CPU limit.
+    :param pids_limit: process limit.
+    :param user: run as this user inside the container (``None``: the image's default).
+    :param read_only: mount the root file system read-only (the working directory stays writable).
+    """
+
+    image: str = "python:3.11-slim"
+    build_context: str | None = None
+    dockerfile: str = "Dockerfile"
+    workdir: str = "/workspace"
+    env: Mapping[str, str] = field(default_factory=dict)
+    network: bool = False
+    memory: str = "2g"
+    cpus: float = 1.0
+    pids_limit: int = 512
+    user: str | None = None
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """Outcome of ``EnvironmentSession.exec``. ``returncode`` is -9 style negative for a killed process."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """An OpenAI-compatible endpoint for one model role, served by the run's model gateway.
+
+    ``api_key`` is a token the gateway issued for this task attempt; it is not a provider credential and it
+    stops working when the attempt ends.
+    """
+
+    base_url: str
+    api_key: str
+    model: str
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point an OpenAI-style client at this endpoint."""
+        return {
+            "OPENAI_BASE_URL": self.base_url,
+            "OPENAI_API_BASE": self.base_url,
+            "OPENAI_API_KEY": self.api_key,
+            "AGENTCOMPASS_MODEL": self.model,
+        }
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the user asked for. Recorded in ``run.json``; holds no secret."""
+
+    benchmark: str
+    harness: str
+    model: str
+    environment: str = "local"
+    benchmark_args: Mapping[str, str] = field(default_factory=dict)
+    harness_args: Mapping[str, str] = field(default_factory=dict)
+    model_args: Mapping[str, str] = field(default_factory=dict)
+    environment_args: Mapping[str, str] = field(default_factory=dict)
+    role_models: Mapping[str, str] = field(default_factory=dict)
+    concurrency: int = 8
+    max_environments: int | None = None
+    limit: int | None = None
+    task_ids: tuple[str, ...] = ()
+    retries: int = 0
+    timeout: float | None = None
+    phase_timeouts: Mapping[str, float] = field(default_factory=dict)
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    """How one task attempt is executed: identifiers, timeouts and the models it may use.
+
+    ``model_endpoints[role]`` serves code inside the environment over HTTP; ``models[role]`` is the
+    in-process async client for Python harnesses and benchmarks. Both are metered into the trajectory.
+    """
+
+    run_id: str
+    task_id: str
+    attempt: int = 1
+    harness: str = "none"
+    environment: str = "local"
+    artifacts_dir: str = ""
+    timeouts: Mapping[str, float | None] = field(default_factory=dict)
+    model_endpoints: Mapping[str, ModelEndpoint] = field(default_factory=dict, repr=False)
+    models: Mapping[str, ModelClient] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The result of one task attempt; the last attempt's is the task's final record.
+
+    Construct with keywords, as the spec does. ``metrics`` is filled by ``evaluate`` only.
+    """
+
+    task_id: str
+    category: str | None = None
+    status: TaskStatus = TaskStatus.COMPLETED
+    final_answer: Any = None
+    error: str | None = None
+    artifacts: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    attempt: int = 1
+    error_phase: str | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+    usage: Mapping[str, Any] = field(default_factory=dict)
