@@ -98,6 +98,11 @@ class EnvironmentProvider(abc.ABC):
     async def teardown(self) -> None:  # noqa: B027
         """Release run-level resources (called once, on every path)."""
 
+    async def prune(self, run_id: str | None = None) -> int:
+        """Remove what runs left behind (e.g. after SIGKILL): only ``run_id``'s, or every run's.
+        Returns how many things were removed."""
+        return 0
+
     def gateway_address(self, *, host: str, port: int, unix_socket: str) -> tuple[str, Mapping[str, str]]:
         """How code inside this environment reaches the run's model gateway.
 

@@ -21,6 +21,12 @@ class BaseHarness:
 
     def __init__(self, **options: Any) -> None:
         self.options = options
+        self.benchmark: BaseBenchmark | None = None
+
+    def bind(self, benchmark: BaseBenchmark) -> None:
+        """Called by the runtime after :meth:`check_compatible`, before any task: the benchmark this harness
+        will run. Harnesses that need benchmark hooks (``oracle``) use ``self.benchmark``."""
+        self.benchmark = benchmark
 
     def check_compatible(self, benchmark: BaseBenchmark) -> None:
         """Raise :class:`~agentcompass.errors.UsageError` if this harness cannot run ``benchmark``.

@@ -1,0 +1,123 @@
+"""The ``mock`` model provider: deterministic, offline, with optional simulated latency.
+
+It behaves like a very literal tool-using agent, so offline demos produce a realistic mix of outcomes:
+
+* after a ``tool`` message it replies with text only (``"Done: ..."``);
+* otherwise it picks the tool all of whose name words (``create_task`` → create, task) occur in the last
+  user message, preferring tools with more name words, and fills the arguments from that message: a
+  parameter ending in ``_id`` takes the first ``<prefix>_<digits>`` token, an ``enum`` parameter the enum
+  value that occurs, another string parameter the next unused quoted string;
+* when no tool fits, or a required argument cannot be filled, it acknowledges the message in text.
+
+Options (``--model-arg``): ``latency`` seconds per call (e.g. ``0.1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentcompass.runtime.models import ChatResponse, ModelClient, Usage
+
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _count_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    return sum(len(str(m.get("content") or "").split()) + 1 for m in messages)
+
+
+def _fill_arguments(tool: Mapping[str, Any], text: str) -> dict[str, Any] | None:
+    params = tool.get("parameters") or {}
+    properties: Mapping[str, Any] = params.get("properties") or {}
+    required = set(params.get("required") or ())
+    quoted = [a or b for a, b in _QUOTED.findall(text)]
+    lowered = text.lower()
+    args: dict[str, Any] = {}
+    for name, schema in properties.items():
+        value: Any = None
+        if name.endswith("_id"):
+            match = re.search(rf"\b{re.escape(name[:-3])}_\d+\b", text)
+            value = match.group(0) if match else None
+        elif schema.get("enum"):
+            value = next((v for v in schema["enum"] if str(v).lower() in lowered), None)
+        elif schema.get("type", "string") == "string" and quoted:
+            value = quoted.pop(0)
+        if value is not None:
+            args[name] = value
+        elif name in required:
+            return None
+    return args
+
+
+def _pick_tool(tools: Sequence[Mapping[str, Any]], text: str) -> tuple[str, dict[str, Any]] | None:
+    words = _words(text)
+    candidates = []
+    for entry in tools:
+        fn = entry.get("function", entry)
+        name_words = [w for w in str(fn.get("name", "")).lower().split("_") if w]
+        if name_words and all(w in words or w.rstrip("s") in words for w in name_words):
+            candidates.append((len(name_words), fn))
+    for _, fn in sorted(candidates, key=lambda c: -c[0]):
+        args = _fill_arguments(fn, text)
+        if args is not None:
+            return str(fn["name"]), args
+    return None
+
+
+class MockModel(ModelClient):
+    def __init__(self, model: str = "", latency: float | str = 0.0, **_: Any) -> None:
+        self.model = model or "mock"
+        self.latency = float(latency)
+        if self.latency < 0:
+            raise ValueError("latency must be >= 0")
+        self.calls = 0
+
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> ChatResponse:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        self.calls += 1
+        message = self._reply(messages, tools or ())
+        completion = len(str(message.get("content") or "").split()) + 8 * len(message.get("tool_calls", []))
+        return ChatResponse(
+            message=message,
+            model=self.model,
+            usage=Usage(prompt_tokens=_count_tokens(messages), completion_tokens=completion),
+            finish_reason="tool_calls" if message.get("tool_calls") else "stop",
+        )
+
+    def _reply(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> dict:
+        last = messages[-1] if messages else {"role": "user", "content": ""}
+        content = str(last.get("content") or "")
+        if last.get("role") == "tool":
+            return {"role": "assistant", "content": f"Done: {content[:200]}"}
+        picked = _pick_tool(tools, content) if tools else None
+        if picked is None:
+            digest = hashlib.sha256(json.dumps(list(messages), default=str).encode()).hexdigest()[:8]
+            return {"role": "assistant", "content": f"I understand ({digest}): {content[:200]}"}
+        name, args = picked
+        call_id = "call_" + hashlib.sha256(f"{len(messages)}:{name}:{args}".encode()).hexdigest()[:12]
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            ],
+        }
+
+
+def make_mock_model(name: str = "", **options: Any) -> MockModel:
+    return MockModel(name, **options)

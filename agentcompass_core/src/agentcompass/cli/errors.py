@@ -1,0 +1,51 @@
+"""Turning domain errors into one-line CLI errors — the only place that happens."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import click
+
+from agentcompass.errors import (
+    AgentCompassError,
+    EnvironmentUnavailable,
+    PluginError,
+    ResultsError,
+    UsageError,
+)
+
+
+class CLIError(click.ClickException):
+    """One line on stderr, no traceback, a chosen exit status."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+@contextlib.contextmanager
+def cli_errors() -> Iterator[None]:
+    try:
+        yield
+    except (UsageError, ResultsError) as exc:
+        raise CLIError(str(exc), exit_code=2) from None
+    except (EnvironmentUnavailable, PluginError) as exc:
+        raise CLIError(str(exc), exit_code=1) from None
+    except AgentCompassError as exc:
+        raise CLIError(str(exc), exit_code=1) from None
+
+
+def parse_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    """``("a=1", "b=x=y")`` → ``{"a": "1", "b": "x=y"}``; anything else is a usage error naming it."""
+    out: dict[str, str] = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CLIError(f"{option} takes KEY=VALUE, got {value!r} (e.g. {option} max_turns=5)", exit_code=2)
+        out[key] = val
+    return out

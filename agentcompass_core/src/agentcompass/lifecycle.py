@@ -1,0 +1,407 @@
+"""The per-task lifecycle: one attempt of one task, as a validated state machine.
+
+::
+
+    PENDING → PREPARING → RUNNING → COLLECTING → EVALUATING → FINISHED
+                  ↓           ↓          ↓            ↓
+            PREPARE_ERROR  RUN_ERROR  RUN_ERROR    EVAL_ERROR
+
+The runtime owns the environment: it is opened before ``prepare_task`` and closed after the last phase that
+needs it, on every path. Execution and scoring stay apart: a crash in ``evaluate`` is ``EVAL_ERROR`` and
+never hides a ``RUN_ERROR``; a result that is not ``COMPLETED`` keeps its status and error to the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from agentcompass.errors import InfrastructureError
+from agentcompass.models.metering import MeteredModel, TaskMeter
+from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
+from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.harness import BaseHarness
+from agentcompass.runtime.models import ModelClient, ModelError
+from agentcompass.runtime.types import (
+    EnvironmentSpec,
+    ExecutionPlan,
+    ModelEndpoint,
+    PreparedTask,
+    RunRequest,
+    RunResult,
+    TaskSpec,
+    TaskStatus,
+)
+
+T = TypeVar("T")
+
+#: Seconds allowed per phase unless the request says otherwise (``run`` comes from ``--timeout``).
+DEFAULT_TIMEOUTS: dict[str, float | None] = {
+    "environment": 300.0,
+    "prepare": 600.0,
+    "run": 3600.0,
+    "collect": 300.0,
+    "evaluate": 600.0,
+    "close": 60.0,
+}
+
+
+class Phase(enum.Enum):
+    PENDING = "PENDING"
+    PREPARING = "PREPARING"
+    RUNNING = "RUNNING"
+    COLLECTING = "COLLECTING"
+    EVALUATING = "EVALUATING"
+    FINISHED = "FINISHED"
+
+
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.PENDING: frozenset({Phase.PREPARING, Phase.FINISHED}),
+    Phase.PREPARING: frozenset({Phase.RUNNING, Phase.FINISHED}),
+    Phase.RUNNING: frozenset({Phase.COLLECTING, Phase.FINISHED}),
+    Phase.COLLECTING: frozenset({Phase.EVALUATING, Phase.FINISHED}),
+    Phase.EVALUATING: frozenset({Phase.FINISHED}),
+    Phase.FINISHED: frozenset(),
+}
+
+#: How ``RunResult.error_phase`` names each phase.
+PHASE_NAMES: dict[Phase, str] = {
+    Phase.PREPARING: "prepare",
+    Phase.RUNNING: "run",
+    Phase.COLLECTING: "collect",
+    Phase.EVALUATING: "evaluate",
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A transition the state machine does not allow: a bug in the runtime, never user error."""
+
+
+@attrs.define
+class AttemptMachine:
+    """The phase of one task attempt. Every transition is validated and reported to ``on_transition``."""
+
+    task_id: str
+    attempt: int
+    on_transition: Callable[[Phase, Phase], None] = lambda prev, new: None
+    phase: Phase = Phase.PENDING
+    history: list[Phase] = attrs.field(factory=lambda: [Phase.PENDING])
+
+    def advance(self, new: Phase) -> None:
+        if new not in TRANSITIONS[self.phase]:
+            raise IllegalTransition(f"task {self.task_id!r}: {self.phase.value} → {new.value} is not allowed")
+        previous, self.phase = self.phase, new
+        self.history.append(new)
+        self.on_transition(previous, new)
+
+
+class _PhaseFailed(Exception):
+    """Ends an attempt early with an error status."""
+
+    def __init__(self, status: TaskStatus, error: str, retryable: bool) -> None:
+        super().__init__(error)
+        self.status, self.error, self.retryable = status, error, retryable
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@attrs.define
+class AttemptOutcome:
+    result: RunResult
+    retryable: bool
+    meter: TaskMeter
+
+
+class ModelAccess:
+    """Issues a task attempt its model clients (in-process) and endpoints (through the gateway)."""
+
+    def grant(self, meter: TaskMeter) -> tuple[dict[str, ModelClient], dict[str, ModelEndpoint], Callable[[], None]]:
+        return {}, {}, lambda: None
+
+
+@attrs.define
+class AttemptContext:
+    """Everything one attempt needs from its run."""
+
+    run_id: str
+    request: RunRequest
+    benchmark: BaseBenchmark
+    harness: BaseHarness | None  # None: the benchmark drives its own loop (harness `none`)
+    provider: EnvironmentProvider
+    artifacts_root: Callable[[str, int], Path]
+    models: ModelAccess = attrs.field(factory=ModelAccess)
+    gateway_env: Mapping[str, str] = attrs.field(factory=dict)
+    timeouts: Mapping[str, float | None] = attrs.field(factory=lambda: dict(DEFAULT_TIMEOUTS))
+    environment_slots: asyncio.Semaphore | None = None
+    live_sessions: set[EnvironmentSession] = attrs.field(factory=set)
+    on_transition: Callable[[str, int, Phase, Phase], None] = lambda task_id, attempt, prev, new: None
+
+
+async def _within(seconds: float | None, awaitable: Awaitable[T]) -> T:
+    async with asyncio.timeout(seconds):
+        return await awaitable
+
+
+def _check_result(value: Any, task: TaskSpec, phase: str) -> RunResult:
+    if not isinstance(value, RunResult):
+        raise TypeError(f"{phase} returned {type(value).__name__}, not a RunResult")
+    if value.task_id != task.task_id:
+        raise ValueError(f"{phase} returned a result for task {value.task_id!r}, not {task.task_id!r}")
+    return value
+
+
+class TaskAttempt:
+    """Runs one attempt of one task through the phases. Use :meth:`execute`."""
+
+    def __init__(self, ctx: AttemptContext, task: TaskSpec, attempt: int, spec: EnvironmentSpec) -> None:
+        self.ctx, self.task, self.attempt, self.spec = ctx, task, attempt, spec
+        self.machine = AttemptMachine(
+            task.task_id, attempt, lambda prev, new: ctx.on_transition(task.task_id, attempt, prev, new)
+        )
+        self.meter = TaskMeter(task.task_id, attempt)
+        self.timings: dict[str, float] = {}
+        self._sessions: list[EnvironmentSession] = []
+
+    # -- environments --------------------------------------------------------------------------------
+
+    async def _open_environment(self, base_env: Mapping[str, str]) -> EnvironmentSession:
+        ctx = self.ctx
+        slots = ctx.environment_slots
+        if slots is not None:
+            await slots.acquire()
+        try:
+            session = await _within(
+                ctx.timeouts.get("environment"),
+                ctx.provider.open(self.spec, run_id=ctx.run_id, task_id=self.task.task_id, base_env=base_env),
+            )
+        except BaseException:
+            if slots is not None:
+                slots.release()
+            raise
+        self._sessions.append(session)
+        ctx.live_sessions.add(session)
+        return session
+
+    async def _close_environment(self, session: EnvironmentSession) -> None:
+        if session not in self._sessions:
+            return
+        self._sessions.remove(session)
+        ctx = self.ctx
+        try:
+            # Shielded: a cancelled task still closes what it opened.
+            await asyncio.shield(_within(ctx.timeouts.get("close"), ctx.provider.close(session)))
+        except Exception:
+            pass  # the runner's teardown removes whatever is left
+        finally:
+            ctx.live_sessions.discard(session)
+            if ctx.environment_slots is not None:
+                ctx.environment_slots.release()
+
+    async def _close_all(self) -> None:
+        for session in list(self._sessions):
+            await self._close_environment(session)
+
+    # -- phases --------------------------------------------------------------------------------------
+
+    def _timed(self, name: str, started: float) -> None:
+        self.timings[name] = round(time.perf_counter() - started, 6)
+
+    async def execute(self) -> AttemptOutcome:
+        ctx, task = self.ctx, self.task
+        started = time.perf_counter()
+        clients, endpoints, revoke = ctx.models.grant(self.meter)
+        metered = {role: MeteredModel(c, role, self.meter) for role, c in clients.items()}
+        artifacts_dir = ctx.artifacts_root(task.task_id, self.attempt)
+        plan = ExecutionPlan(
+            run_id=ctx.run_id,
+            task_id=task.task_id,
+            attempt=self.attempt,
+            harness=ctx.request.harness,
+            environment=ctx.request.environment,
+            artifacts_dir=str(artifacts_dir),
+            timeouts=dict(ctx.timeouts),
+            model_endpoints=endpoints,
+            models=metered,
+        )
+        base_env = dict(ctx.gateway_env)
+        if "agent" in endpoints:
+            base_env.update(endpoints["agent"].env())
+        result: RunResult
+        retryable = False
+        try:
+            try:
+                result, retryable = await self._phases(plan, base_env, artifacts_dir)
+            except _PhaseFailed as failed:
+                result = RunResult(
+                    task_id=task.task_id,
+                    category=task.category,
+                    status=failed.status,
+                    error=failed.error,
+                    error_phase=PHASE_NAMES.get(self.machine.phase, "prepare"),
+                )
+                retryable = failed.retryable
+            self.machine.advance(Phase.FINISHED)
+        except asyncio.CancelledError:
+            if self.machine.phase is not Phase.FINISHED:
+                self.machine.advance(Phase.FINISHED)
+            raise
+        finally:
+            revoke()
+            await self._close_all()
+        self.timings["total"] = round(time.perf_counter() - started, 6)
+        result = replace(
+            result,
+            attempt=self.attempt,
+            category=result.category if result.category is not None else task.category,
+            timings={**result.timings, **self.timings},
+            usage={**result.usage, **({"models": self.meter.totals()} if self.meter.calls else {})},
+        )
+        return AttemptOutcome(result, retryable, self.meter)
+
+    async def _phases(
+        self, plan: ExecutionPlan, base_env: dict[str, str], artifacts_dir: Path
+    ) -> tuple[RunResult, bool]:
+        ctx, task, req, bench = self.ctx, self.task, self.ctx.request, self.ctx.benchmark
+        timeouts = ctx.timeouts
+
+        # PREPARING: environment start and prepare_task.
+        self.machine.advance(Phase.PREPARING)
+        t0 = time.perf_counter()
+        try:
+            env = await self._open_environment(base_env)
+        except TimeoutError:
+            raise _PhaseFailed(
+                TaskStatus.PREPARE_ERROR,
+                f"environment did not start within {timeouts.get('environment')}s",
+                retryable=True,
+            ) from None
+        except Exception as exc:
+            raise _PhaseFailed(
+                TaskStatus.PREPARE_ERROR, f"environment failed to start: {describe(exc)}", retryable=True
+            ) from None
+        try:
+            prepared = await _within(timeouts.get("prepare"), bench.prepare_task(task, req, plan, env))
+            if not isinstance(prepared, PreparedTask):
+                raise TypeError(f"prepare_task returned {type(prepared).__name__}, not a PreparedTask")
+        except TimeoutError:
+            raise _PhaseFailed(
+                TaskStatus.PREPARE_ERROR, f"prepare_task timed out after {timeouts.get('prepare')}s", True
+            ) from None
+        except Exception as exc:
+            raise _PhaseFailed(
+                TaskStatus.PREPARE_ERROR, f"prepare_task failed: {describe(exc)}",
+                isinstance(exc, InfrastructureError),
+            ) from None
+        self._timed("prepare", t0)
+
+        # RUNNING: the harness, or the benchmark's own loop.
+        self.machine.advance(Phase.RUNNING)
+        t0 = time.perf_counter()
+        retryable = False
+        try:
+            if ctx.harness is None:
+                assert isinstance(bench, HarnessFreeBenchmark)
+                running = bench.run_task(task, prepared, req, plan, env)
+            else:
+                running = ctx.harness.run(task, prepared, req, plan, env)
+            result = _check_result(await _within(timeouts.get("run"), running), task, "run")
+        except TimeoutError:
+            retryable = True
+            result = self._error(TaskStatus.RUN_ERROR, f"run timed out after {timeouts.get('run')}s", "run")
+        except ModelError as exc:
+            result = self._error(TaskStatus.RUN_ERROR, f"model call failed: {exc}", "run")
+        except Exception as exc:
+            retryable = isinstance(exc, InfrastructureError)
+            result = self._error(TaskStatus.RUN_ERROR, describe(exc), "run")
+        else:
+            if result.status is not TaskStatus.COMPLETED and result.error_phase is None:
+                result = replace(result, error_phase="run")
+        self._timed("run", t0)
+
+        # COLLECTING: extract submissions; a crash here is an execution failure, not a scoring one.
+        self.machine.advance(Phase.COLLECTING)
+        t0 = time.perf_counter()
+        try:
+            collected = _check_result(
+                await _within(
+                    timeouts.get("collect"), bench.collect_artifacts(task, prepared, result, req, plan, env)
+                ),
+                task,
+                "collect_artifacts",
+            )
+            result = self._keep_error(result, collected)
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                message, retryable = f"collect_artifacts timed out after {timeouts.get('collect')}s", True
+            else:
+                message = f"collect_artifacts failed: {describe(exc)}"
+            if result.status is TaskStatus.COMPLETED:
+                result = self._error(TaskStatus.RUN_ERROR, message, "collect", base=result)
+        self._timed("collect", t0)
+
+        # EVALUATING, in no environment, the same one, or a fresh one holding the artifacts.
+        mode = bench.evaluation_environment_mode
+        if mode != "reuse":
+            await self._close_environment(env)
+        self.machine.advance(Phase.EVALUATING)
+        t0 = time.perf_counter()
+        eval_env: EnvironmentSession | None = env if mode == "reuse" else None
+        try:
+            if mode == "fresh":
+                eval_env = await self._open_environment(base_env)
+                if artifacts_dir.is_dir():
+                    await eval_env.upload(artifacts_dir, "artifacts")
+            evaluated = _check_result(
+                await _within(
+                    timeouts.get("evaluate"), bench.evaluate(task, prepared, result, req, plan, eval_env)
+                ),
+                task,
+                "evaluate",
+            )
+            result = self._keep_error(result, evaluated)
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                message, retry = f"evaluate timed out after {timeouts.get('evaluate')}s", True
+            elif mode == "fresh" and eval_env is None:
+                message, retry = f"evaluation environment failed to start: {describe(exc)}", True
+            else:
+                message, retry = f"evaluate failed: {describe(exc)}", isinstance(exc, InfrastructureError)
+            if result.status is TaskStatus.COMPLETED:
+                retryable = retry
+                result = self._error(TaskStatus.EVAL_ERROR, message, "evaluate", base=result)
+        self._timed("evaluate", t0)
+        return result, retryable
+
+    def _error(
+        self, status: TaskStatus, error: str, phase: str, base: RunResult | None = None
+    ) -> RunResult:
+        if base is None:
+            return RunResult(
+                task_id=self.task.task_id, category=self.task.category, status=status, error=error,
+                error_phase=phase,
+            )
+        return replace(base, status=status, error=error, error_phase=phase, metrics={})
+
+    @staticmethod
+    def _keep_error(before: RunResult, after: RunResult) -> RunResult:
+        """A later phase may add to a failed result but never change its status or error."""
+        if before.status is TaskStatus.COMPLETED:
+            return after
+        if after.status is before.status and after.error == before.error and after.error_phase:
+            return after
+        return replace(after, status=before.status, error=before.error, error_phase=before.error_phase)
+
+
+async def run_attempt(ctx: AttemptContext, task: TaskSpec, attempt: int, spec: EnvironmentSpec) -> AttemptOutcome:
+    """Run one attempt of ``task``; environments are closed on every path, cancellation included."""
+    return await TaskAttempt(ctx, task, attempt, spec).execute()

@@ -1,0 +1,201 @@
+"""The run's model gateway: an OpenAI-compatible HTTP endpoint for code running inside environments.
+
+It listens on loopback TCP and on a Unix socket (which isolated environments mount). Each task attempt gets
+its own bearer token, valid only while the attempt runs; provider credentials stay in this process. Every
+call goes through the attempt's metered clients, so it lands in the trajectory like an in-process call.
+
+Routing: the request's ``model`` selects the role — a role name (``agent``, ``user``, ``judge``) or the
+model id the role's endpoint advertises; anything else is a 404 listing what exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from aiohttp import web
+
+from agentcompass.models.metering import MeteredModel, TaskMeter
+from agentcompass.runtime.models import ModelClient, ModelError
+from agentcompass.runtime.types import ModelEndpoint
+
+#: Generation settings passed through to the model client.
+PASSTHROUGH_PARAMS = (
+    "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "tool_choice",
+    "presence_penalty", "frequency_penalty", "response_format", "parallel_tool_calls",
+)
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
+
+
+@attrs.define
+class Grant:
+    """What one token may use: a task attempt's metered clients by role."""
+
+    clients: dict[str, MeteredModel]
+    model_ids: dict[str, str]
+
+
+@attrs.define
+class ModelGateway:
+    """Serve role clients over OpenAI's chat-completions protocol. ``start`` before use, ``stop`` after."""
+
+    model_ids: dict[str, str]
+    host: str = "127.0.0.1"
+    port: int = 0
+    unix_socket: str = ""
+    _grants: dict[str, Grant] = attrs.field(factory=dict)
+    _runner: web.AppRunner | None = None
+    _socket_dir: str | None = None
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        tcp = web.TCPSite(self._runner, self.host, self.port)
+        await tcp.start()
+        server = tcp._server
+        assert server is not None and server.sockets  # type: ignore[attr-defined]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        if not self.unix_socket:
+            self._socket_dir = tempfile.mkdtemp(prefix="agentcompass-gw-")
+            os.chmod(self._socket_dir, 0o755)
+            self.unix_socket = os.path.join(self._socket_dir, "gateway.sock")
+        unix = web.UnixSite(self._runner, self.unix_socket)
+        await unix.start()
+        os.chmod(self.unix_socket, 0o777)  # containers may run as another user
+
+    async def stop(self) -> None:
+        self._grants.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._socket_dir:
+            for name in os.listdir(self._socket_dir):
+                os.unlink(os.path.join(self._socket_dir, name))
+            os.rmdir(self._socket_dir)
+            self._socket_dir = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    # -- tokens --------------------------------------------------------------------------------------
+
+    def grant(
+        self, clients: Mapping[str, ModelClient], meter: TaskMeter, base_url: str
+    ) -> tuple[str, dict[str, ModelEndpoint]]:
+        """Issue a token for one task attempt; returns it and one endpoint per role."""
+        token = "acgw-" + secrets.token_urlsafe(24)
+        metered = {role: MeteredModel(client, role, meter, via="gateway") for role, client in clients.items()}
+        self._grants[token] = Grant(metered, {r: self.model_ids[r] for r in clients})
+        endpoints = {
+            role: ModelEndpoint(base_url=base_url, api_key=token, model=self.model_ids[role]) for role in clients
+        }
+        return token, endpoints
+
+    def revoke(self, token: str) -> None:
+        self._grants.pop(token, None)
+
+    # -- handlers ------------------------------------------------------------------------------------
+
+    def _authorise(self, request: web.Request) -> Grant | None:
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        return self._grants.get(token)
+
+    @staticmethod
+    def _role_for(grant: Grant, model: str) -> str | None:
+        if model in grant.clients:
+            return model
+        for role, model_id in grant.model_ids.items():
+            if model == model_id:
+                return role
+        return None
+
+    async def _models(self, request: web.Request) -> web.Response:
+        grant = self._authorise(request)
+        if grant is None:
+            return _error(401, "invalid or expired token", "authentication_error")
+        data = [{"id": mid, "object": "model", "owned_by": role} for role, mid in grant.model_ids.items()]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        grant = self._authorise(request)
+        if grant is None:
+            return _error(401, "invalid or expired token (tokens end with their task attempt)",
+                          "authentication_error")
+        try:
+            body = await request.json(loads=json.loads)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _error(400, "request body is not valid JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "request needs a 'messages' list")
+        model = str(body.get("model") or "")
+        role = self._role_for(grant, model) if model else "agent" if "agent" in grant.clients else None
+        if role is None:
+            known = sorted({*grant.clients, *grant.model_ids.values()})
+            return _error(404, f"unknown model {model!r}; this gateway serves {', '.join(known)}",
+                          "not_found_error")
+        params = {k: body[k] for k in PASSTHROUGH_PARAMS if k in body}
+        try:
+            response = await grant.clients[role].chat(body["messages"], tools=body.get("tools"), **params)
+        except ModelError as exc:
+            status = exc.status or (503 if exc.retryable else 502)
+            return _error(status, f"model {role!r} failed: {exc}", "upstream_error")
+        except Exception as exc:  # a provider bug must not take the gateway down
+            return _error(500, f"model {role!r} failed: {type(exc).__name__}: {exc}", "upstream_error")
+        completion_id = "chatcmpl-" + secrets.token_hex(8)
+        created = int(time.time())
+        message = dict(response.message)
+        message.setdefault("content", None)
+        usage = {
+            "prompt_tokens": response.usage.prompt_tokens,
+            "completion_tokens": response.usage.completion_tokens,
+            "total_tokens": response.usage.total_tokens,
+        }
+        if body.get("stream"):
+            return await self._stream(request, completion_id, created, grant.model_ids[role], message,
+                                      response.finish_reason, usage)
+        return web.json_response(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": grant.model_ids[role],
+                "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason}],
+                "usage": usage,
+            }
+        )
+
+    @staticmethod
+    async def _stream(
+        request: web.Request, cid: str, created: int, model: str, message: dict[str, Any], finish: str,
+        usage: dict[str, int],
+    ) -> web.StreamResponse:
+        """Answer a ``stream: true`` request as server-sent events: one delta with the whole message."""
+        stream = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await stream.prepare(request)
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [{"index": i, **tc} for i, tc in enumerate(message["tool_calls"])]
+        chunks = [
+            {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
+        ]
+        for chunk in chunks:
+            chunk.update(id=cid, object="chat.completion.chunk", created=created, model=model)
+            await stream.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await stream.write(b"data: [DONE]\n\n")
+        await stream.write_eof()
+        return stream
