@@ -37,8 +37,7 @@ def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> 
     names = sorted(known)
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     message = f"unknown {kind} {name!r}"
-    if close:
-        message += f"; did you mean {', '.join(repr(c) for c in close)}?"
+    message += f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
     message += f" Available: {', '.join(names) if names else '(none)'}."
     if hint:
         message += f" {hint}"

@@ -327,6 +327,8 @@ class TaskAttempt:
             if result.status is not TaskStatus.COMPLETED and result.error_phase is None:
                 result = replace(result, error_phase="run")
         self._timed("run", t0)
+        result = self.meter.settle(result)  # a budget's refusal (LIMIT_REACHED) or a fatal model error
+        retryable = retryable and not (self.meter.limit_reached or self.meter.fatal_error)
 
         # COLLECTING: extract submissions; a crash here is an execution failure, not a scoring one.
         self.machine.advance(Phase.COLLECTING)

@@ -35,7 +35,7 @@ from agentcompass.lifecycle import (
     Phase,
     run_attempt,
 )
-from agentcompass.models.roles import build_clients, model_ids, role_models
+from agentcompass.models.roles import build_clients, model_ids, role_models, spent_usd
 from agentcompass.plugins import PluginHost
 from agentcompass.redaction import Redactor
 from agentcompass.results.run_dir import LOGS, RunDirectory
@@ -234,7 +234,11 @@ class Runner:
                 )
         # Scheduling knobs may change on resume; what defines the tasks and scores may not.
         return replace(
-            old, concurrency=new.concurrency, max_environments=new.max_environments, retries=new.retries
+            old, concurrency=new.concurrency, max_environments=new.max_environments, retries=new.retries,
+            max_retries=new.max_retries, max_connections=new.max_connections,
+            request_timeout=new.request_timeout, model_base_url=new.model_base_url or old.model_base_url,
+            model_api_key_env=new.model_api_key_env or old.model_api_key_env,
+            max_cost=new.max_cost if new.max_cost is not None else old.max_cost,
         )
 
     async def _execute(
@@ -266,7 +270,9 @@ class Runner:
             base_url, gateway_env = provider.gateway_address(
                 host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
             )
-            access: ModelAccess = GatewayModelAccess(clients, gateway, base_url)
+            gateway_access = GatewayModelAccess(clients, gateway, base_url, request=req)
+            gateway_access.budget.add_cost(spent_usd(finished.values()))  # a resume carries what was spent
+            access: ModelAccess = gateway_access
             timeouts = {**DEFAULT_TIMEOUTS, **({"run": req.timeout} if req.timeout else {}), **req.phase_timeouts}
 
             def on_transition(task_id: str, attempt: int, prev: Phase, new: Phase) -> None:
@@ -307,9 +313,11 @@ class Runner:
             with contextlib.suppress(BaseException):
                 await gateway.stop()
         summary = self._summary(req, resolved, tasks, final, interrupted, started_at, store)
+        # A budget or a fatal model error (bad credentials) stops scheduling; unrun tasks stay resumable.
+        summary["stopped_reason"] = getattr(ctx.models, "stop_reason", None) if ctx is not None else None
         store.write_summary(summary)
         log.info("run.finished", status_counts=summary["status_counts"], interrupted=interrupted,
-                 duration_s=summary["duration_s"])
+                 duration_s=summary["duration_s"], stopped_reason=summary["stopped_reason"])
         self.host.notify("agentcompass_run_finished", log, run_id=req.run_id, summary=summary)
         return RunOutcome(store.path, summary, interrupted)
 
@@ -364,6 +372,8 @@ class Runner:
 
         async def worker() -> None:
             for task in queue:
+                if getattr(ctx.models, "stop_reason", None):
+                    break  # the task stays unrun (resumable); the summary says why
                 await task_with_retries(task)
 
         workers = [asyncio.create_task(worker()) for _ in range(min(req.concurrency, len(todo)))]

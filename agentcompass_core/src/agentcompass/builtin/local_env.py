@@ -30,17 +30,34 @@ class PathEscapeError(UsageError):
     """A path given to an environment leads outside its working directory."""
 
 
-async def _read_capped(stream: asyncio.StreamReader, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await stream.read(65536):
-        if size < limit:
-            chunks.append(chunk[: limit - size])
-        size += len(chunk)
-    data = b"".join(chunks)
-    if size > limit:
-        data += f"\n[... {size - limit} more bytes cut]".encode()
-    return data
+class _Capture:
+    """Collects at most ``limit`` bytes of a stream; what was read survives cancellation."""
+
+    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.limit = limit
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            if self.size < self.limit:
+                self.chunks.append(chunk[: self.limit - self.size])
+            self.size += len(chunk)
+
+    def text(self) -> str:
+        data = b"".join(self.chunks)
+        if self.size > self.limit:
+            data += f"\n[... {self.size - self.limit} more bytes cut]".encode()
+        return data.decode("utf-8", "replace")
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the process itself to exit. ``proc.wait()`` would also wait for every background child
+    that inherited its pipes; the exit status is set as soon as the process is reaped."""
+    delay = 0.001
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def _kill_group(pid: int) -> None:
@@ -48,11 +65,16 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+#: Seconds to wait for output after a command exited while its background children hold the pipes.
+OUTPUT_GRACE = 0.5
+
+
 class LocalSession(EnvironmentSession):
     def __init__(self, root: Path, base_env: Mapping[str, str]) -> None:
         self.root = root.resolve()
         self.workdir = str(self.root)
         self.base_env = dict(base_env)
+        self._groups: set[int] = set()
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """The host path of ``path``, which must stay inside the working directory."""
@@ -85,28 +107,43 @@ class LocalSession(EnvironmentSession):
         except FileNotFoundError:
             return ExecResult(returncode=127, stdout="", stderr=f"command not found: {argv[0]}")
         assert proc.stdout is not None and proc.stderr is not None
-        readers = asyncio.gather(
-            _read_capped(proc.stdout, OUTPUT_LIMIT), _read_capped(proc.stderr, OUTPUT_LIMIT)
-        )
+        self._groups.add(proc.pid)
+        out, err = _Capture(), _Capture()
+        readers = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr))
         timed_out = False
         try:
             async with asyncio.timeout(timeout):
-                await proc.wait()
+                await _exited(proc)
         except TimeoutError:
             timed_out = True
-        finally:
-            # Kill the group on timeout and on cancellation; on a normal exit, stray children that
-            # still hold the pipes open die too, so the readers below finish.
             _kill_group(proc.pid)
+        except BaseException:  # cancelled: nothing of this command may outlive it
+            _kill_group(proc.pid)
+            readers.cancel()
+            raise
+        try:
+            # Background children may keep the pipes open: they go on running (until the session closes),
+            # but exec returns once the command itself is done.
+            async with asyncio.timeout(OUTPUT_GRACE):
+                await asyncio.shield(readers)
+        except TimeoutError:
+            readers.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await readers
         if proc.returncode is None:
             await proc.wait()
-        stdout, stderr = await readers
         return ExecResult(
             returncode=proc.returncode if proc.returncode is not None else -9,
-            stdout=stdout.decode("utf-8", "replace"),
-            stderr=stderr.decode("utf-8", "replace"),
+            stdout=out.text(),
+            stderr=err.text(),
             timed_out=timed_out,
         )
+
+    def kill_all(self) -> None:
+        """Kill every process group this session started (background children included)."""
+        for pgid in self._groups:
+            _kill_group(pgid)
+        self._groups.clear()
 
     async def read_bytes(self, path: str) -> bytes:
         return await asyncio.to_thread(self.resolve(path).read_bytes)
@@ -170,6 +207,8 @@ class LocalProvider(EnvironmentProvider):
         return LocalSession(root, env)
 
     async def close(self, session: EnvironmentSession) -> None:
+        if isinstance(session, LocalSession):
+            session.kill_all()
         if not self.keep and isinstance(session, LocalSession):
             await asyncio.to_thread(shutil.rmtree, session.root, True)
 

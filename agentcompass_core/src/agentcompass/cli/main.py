@@ -66,13 +66,34 @@ def cli() -> None:
 @click.option("--resume", type=click.Path(path_type=Path), default=None,
               help="Finish an interrupted run in this directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.option("--model-base-url", default=None, help="Base URL of the model's API (e.g. http://127.0.0.1:8000/v1 "
+              "for vLLM); for openai also $OPENAI_BASE_URL.")
+@click.option("--model-api-key-env", default=None, metavar="VAR",
+              help="Environment variable holding the model's API key (openai: OPENAI_API_KEY; "
+              "openai-compatible: none unless given).")
+@click.option("--max-retries", default=5, show_default=True, type=click.IntRange(min=0),
+              help="Retries of a model call on 429, 5xx, connection errors and timeouts.")
+@click.option("--max-connections", default=64, show_default=True, type=click.IntRange(min=1),
+              help="Concurrent HTTP connections per model provider.")
+@click.option("--request-timeout", default=600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds allowed per model request.")
+@click.option("--max-tokens-per-task", default=None, type=click.IntRange(min=1),
+              help="Stop a task (LIMIT_REACHED) once its agent and user models used this many tokens.")
+@click.option("--max-cost", default=None, type=click.FloatRange(min=0, min_open=True), metavar="USD",
+              help="Stop the run once its model calls cost this much (needs known prices).")
+@click.option("--prices", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+              help="JSON price table (USD per 1M input/output tokens) extending the built-in one; "
+              "also $AGENTCOMPASS_PRICES.")
 @click.pass_context
 def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, model: str | None,
                 environment: str, env_arg: tuple[str, ...], benchmark_arg: tuple[str, ...],
                 harness_arg: tuple[str, ...], model_arg: tuple[str, ...], user_model: str | None,
                 judge_model: str | None, concurrency: int, max_environments: int | None, limit: int | None,
                 task_ids: tuple[str, ...], retries: int, timeout: float | None, phase_timeout: tuple[str, ...],
-                output: Path | None, resume: Path | None, as_json: bool) -> None:
+                output: Path | None, resume: Path | None, as_json: bool, model_base_url: str | None = None,
+                model_api_key_env: str | None = None, max_retries: int = 5, max_connections: int = 64,
+                request_timeout: float = 600.0, max_tokens_per_task: int | None = None,
+                max_cost: float | None = None, prices: str | None = None) -> None:
     """Run BENCHMARK with HARNESS ('none' when the benchmark drives its own loop) and MODEL.
 
     Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
@@ -110,6 +131,14 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         retries=retries,
         timeout=timeout,
         phase_timeouts=timeouts,
+        model_base_url=model_base_url,
+        model_api_key_env=model_api_key_env,
+        max_retries=max_retries,
+        max_connections=max_connections,
+        request_timeout=request_timeout,
+        max_tokens_per_task=max_tokens_per_task,
+        max_cost=max_cost,
+        prices=str(Path(prices).resolve()) if prices else None,
     )
     host = plugin_host(ctx)
     progress = Progress(enabled=True)
@@ -130,6 +159,9 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         from agentcompass.cli.render import summary_text
 
         click.echo(summary_text(summary))
+    if summary.get("stopped_reason"):
+        click.echo(f"Stopped early: {summary['stopped_reason']}. Unrun tasks are kept for: agentcompass run "
+                   f"--resume {outcome.run_dir}", err=True)
     if outcome.interrupted:
         click.echo(f"Interrupted; finished results are kept. Resume with: agentcompass run --resume "
                    f"{outcome.run_dir}", err=True)

@@ -6,6 +6,7 @@ The model under test is the ``agent`` role; a benchmark may also need ``user`` (
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,8 +14,11 @@ import attrs
 
 from agentcompass.errors import UsageError
 from agentcompass.lifecycle import ModelAccess
+from agentcompass.models.budget import RunBudget
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
+from agentcompass.models.prices import Price, PriceTable
+from agentcompass.models.settings import settings_from_request
 from agentcompass.plugins import PluginHost
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.types import ModelEndpoint, RunRequest
@@ -39,17 +43,34 @@ def role_models(req: RunRequest) -> dict[str, str]:
     return models
 
 
+def _takes_settings(factory: Callable[..., Any]) -> bool:
+    try:
+        return "settings" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
-    """One client per configured role (roles naming the same model and arguments share a client)."""
+    """One client per configured role (roles naming the same model and arguments share a client).
+
+    A factory with a ``settings`` parameter gets the run's :class:`~agentcompass.models.settings.ProviderSettings`;
+    ``--model-base-url`` / ``--model-api-key-env`` reach the agent's provider and other roles of that provider.
+    Every client is built before the run starts, so a missing key or base URL is a usage error up front.
+    """
     clients: dict[str, ModelClient] = {}
     shared: dict[str, ModelClient] = {}
+    agent_provider = split_model(req.model)[0] if req.model else ""
+    settings_from_request(req)  # validates the knobs even when no factory takes them
+    role_prices(req)  # a bad price file, or --max-cost without prices, is a usage error up front
     for role, spec in role_models(req).items():
         if spec in shared:
             clients[role] = shared[spec]
             continue
         provider, name = split_model(spec)
         factory = host.factory("model", provider)
-        options = dict(req.model_args) if role == "agent" else {}
+        options: dict[str, Any] = dict(req.model_args) if role == "agent" else {}
+        if _takes_settings(factory):
+            options["settings"] = settings_from_request(req, for_agent_provider=provider == agent_provider)
         try:
             client = factory(name, **options)
         except UsageError:
@@ -58,6 +79,20 @@ def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
             raise UsageError(f"model {spec!r} ({role} role) rejected its settings: {exc}") from None
         clients[role] = shared[spec] = client
     return clients
+
+
+def role_prices(req: RunRequest) -> dict[str, Price | None]:
+    """The price of every role's model (``--prices`` / ``$AGENTCOMPASS_PRICES`` extend the built-in table)."""
+    table = PriceTable.load(req.prices)
+    prices = {role: table.lookup(spec) for role, spec in role_models(req).items()}
+    if req.max_cost is not None:
+        unpriced = [f"{role} ({role_models(req)[role]})" for role, p in prices.items() if p is None and role != "judge"]
+        if unpriced:
+            raise UsageError(
+                f"--max-cost needs a price for every model it limits; none is known for {', '.join(unpriced)}. "
+                "Add one with --prices FILE (USD per 1M tokens: {\"MODEL\": {\"input\": X, \"output\": Y}})"
+            )
+    return prices
 
 
 def model_ids(req: RunRequest) -> dict[str, str]:
@@ -77,13 +112,41 @@ class GatewayModelAccess(ModelAccess):
     clients: Mapping[str, ModelClient]
     gateway: ModelGateway
     base_url: str
+    request: RunRequest | None = None
+    #: Shared by every attempt: cost so far, limits, and the run's stop signal.
+    budget: RunBudget = attrs.field(factory=RunBudget)
+    prices: dict[str, Price | None] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        if self.request is not None:
+            self.budget.max_cost = self.request.max_cost
+            self.budget.max_tokens_per_task = self.request.max_tokens_per_task
+            if not self.prices:
+                self.prices = role_prices(self.request)
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run stopped scheduling tasks (a budget or a fatal model error), or None."""
+        return self.budget.stop_reason
 
     def grant(
         self, meter: TaskMeter
     ) -> tuple[dict[str, ModelClient], dict[str, ModelEndpoint], Callable[[], None]]:
+        meter.budget = self.budget
+        meter.max_tokens = self.budget.max_tokens_per_task
+        meter.prices = dict(self.prices)
         token, endpoints = self.gateway.grant(self.clients, meter, self.base_url)
         return dict(self.clients), endpoints, lambda: self.gateway.revoke(token)
 
 
 def describe_models(req: RunRequest) -> dict[str, Any]:
     return {role: {"model": spec} for role, spec in role_models(req).items()}
+
+
+def spent_usd(results: Any) -> float:
+    """The summed model cost recorded in finished results (to carry a ``--max-cost`` budget over a resume)."""
+    total = 0.0
+    for r in results:
+        for totals in ((getattr(r, "usage", None) or {}).get("models") or {}).values():
+            total += float(totals.get("cost_usd") or 0.0)
+    return total

@@ -36,6 +36,8 @@ class ChatResponse:
     model: str
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
+    #: Provider facts about the call for the trajectory (e.g. ``{"attempts": 2}``); never a secret.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def content(self) -> str:
@@ -51,12 +53,17 @@ class ModelError(Exception):
 
     :param retryable: a later identical call may succeed (rate limit, server error, timeout).
     :param status: the HTTP status of the provider's answer, when there was one.
+    :param fatal: every later call will fail the same way (bad credentials, unknown model), so the run
+        stops scheduling tasks instead of failing them one by one.
     """
 
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, retryable: bool = False, status: int | None = None, fatal: bool = False
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.fatal = fatal
 
 
 class ModelClient(abc.ABC):

@@ -29,6 +29,8 @@ class TaskStatus(enum.Enum):
     RUN_ERROR = "RUN_ERROR"
     EVAL_ERROR = "EVAL_ERROR"
     CANCELLED = "CANCELLED"
+    #: A budget stopped the task (``--max-tokens-per-task``, ``--max-cost``): not a crash, not retried.
+    LIMIT_REACHED = "LIMIT_REACHED"
 
     @property
     def is_error(self) -> bool:
@@ -137,6 +139,16 @@ class RunRequest:
     timeout: float | None = None
     phase_timeouts: Mapping[str, float] = field(default_factory=dict)
     run_id: str = ""
+    # Model connection and budgets (``--model-base-url`` ...). Credentials never go here: the key is read
+    # from the environment variable ``model_api_key_env`` names (or a config file) when clients are built.
+    model_base_url: str | None = None
+    model_api_key_env: str | None = None
+    max_retries: int = 5
+    max_connections: int = 64
+    request_timeout: float = 600.0
+    max_tokens_per_task: int | None = None
+    max_cost: float | None = None
+    prices: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,112 @@
+"""Connection settings the runtime hands to model providers, and the credentials config file.
+
+A provider factory that declares a ``settings`` parameter receives a :class:`ProviderSettings` built from
+the run request (``--model-base-url``, ``--model-api-key-env``, ``--max-retries``, ``--max-connections``,
+``--request-timeout``); other factories are called as before, with the model name and ``--model-arg``s.
+
+Credentials never travel in the request: providers read them from environment variables or from the
+credentials file (``$AGENTCOMPASS_CREDENTIALS``, default ``~/.config/agentcompass/credentials.toml``)::
+
+    [openai]
+    api_key = "sk-..."
+
+    [anthropic]
+    api_key = "sk-ant-..."
+
+    [openai-compatible]
+    base_url = "http://127.0.0.1:8000/v1"
+    api_key = "token-for-my-vllm"
+
+An environment variable always wins over the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agentcompass.errors import UsageError
+from agentcompass.runtime.types import RunRequest
+
+CREDENTIALS_ENV = "AGENTCOMPASS_CREDENTIALS"
+DEFAULT_CREDENTIALS = Path("~/.config/agentcompass/credentials.toml")
+
+
+@attrs.frozen
+class ProviderSettings:
+    """How a provider reaches its endpoint. Holds no secret: only the *name* of the key's variable."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_retries: int = 5
+    max_connections: int = 64
+    request_timeout: float = 600.0
+    #: Environment to read variables from (tests pass their own); None means ``os.environ``.
+    environ: Mapping[str, str] | None = attrs.field(default=None, repr=False, eq=False)
+
+    def env(self, name: str) -> str | None:
+        environ = os.environ if self.environ is None else self.environ
+        value = environ.get(name)
+        return value or None
+
+
+def settings_from_request(req: RunRequest, *, for_agent_provider: bool = True) -> ProviderSettings:
+    """The settings of one role's client. ``--model-base-url`` and ``--model-api-key-env`` apply to the agent's
+    provider (and to other roles of the same provider); the reliability knobs to every provider."""
+    if req.max_retries < 0:
+        raise UsageError("--max-retries must be 0 or more")
+    if req.max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
+    if not (req.request_timeout > 0 and math.isfinite(req.request_timeout)):
+        raise UsageError("--request-timeout must be a positive number of seconds")
+    if req.max_tokens_per_task is not None and req.max_tokens_per_task < 1:
+        raise UsageError("--max-tokens-per-task must be at least 1")
+    if req.max_cost is not None and not (req.max_cost > 0 and math.isfinite(req.max_cost)):
+        raise UsageError("--max-cost must be a positive number of US dollars")
+    return ProviderSettings(
+        base_url=req.model_base_url if for_agent_provider else None,
+        api_key_env=req.model_api_key_env if for_agent_provider else None,
+        max_retries=req.max_retries,
+        max_connections=req.max_connections,
+        request_timeout=req.request_timeout,
+    )
+
+
+def load_credentials(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """The credentials file as ``{provider: {key: value}}``; ``{}`` when there is none."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get(CREDENTIALS_ENV)
+    path = Path(explicit).expanduser() if explicit else DEFAULT_CREDENTIALS.expanduser()
+    if not path.is_file():
+        if explicit:
+            raise UsageError(f"{CREDENTIALS_ENV} names {path}, which is not a file")
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except OSError as exc:
+        raise UsageError(f"cannot read the credentials file {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        # The parser's message may quote the file's text; name only the position.
+        where = f"line {getattr(exc, 'lineno', '?')}"
+        raise UsageError(f"the credentials file {path} is not valid ({where}); no value is shown") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"the credentials file {path} must hold one table per provider")
+    return {str(k): dict(v) for k, v in data.items() if isinstance(v, dict)}
+
+
+def parse_value(text: Any) -> Any:
+    """A ``--model-arg`` value: JSON when it parses (``0.2``, ``true``, ``["a"]``), else the string."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentcompass.plugins import PluginHost, load_plugins
+from tests.support import testing_plugin
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def host() -> Iterator[PluginHost]:
+    """The installed plugins plus the testing plugin, registered for this test only."""
+    plugin_host = load_plugins()
+    record = plugin_host.add_plugin(testing_plugin, "testing")
+    assert record.error is None, record.error
+    try:
+        yield plugin_host
+    finally:
+        plugin_host.remove_plugin("testing")
+
+
+def run_cli_subprocess(*args: str, timeout: float = 120, env: dict[str, str] | None = None,
+                       testing: bool = True) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a child process (with the testing plugin when ``testing``)."""
+    argv = [sys.executable, "-m", "tests.support.cli", *args] if testing else [
+        sys.executable, "-m", "agentcompass.cli.main", *args]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})

@@ -1,0 +1,86 @@
+"""Bad input gets one clear line and no traceback; the CLI's read-only commands work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from agentcompass.cli.main import cli
+from tests.conftest import run_cli_subprocess
+
+
+def invoke(host, *args):
+    return CliRunner().invoke(cli, list(args), obj={"plugin_host": host})
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["run", "example_interactiv", "none", "mock"], "unknown benchmark 'example_interactiv'; did you mean 'example_interactive'"),
+        (["run", "scripted", "nope", "mock"], "unknown harness 'nope'"),
+        (["run", "scripted", "none", "mock", "--env", "locl"], "did you mean 'local'"),
+        (["run", "scripted", "none", "mokc"], "unknown model 'mokc'; did you mean 'mock'"),
+        (["run", "plain", "none", "mock"], "needs an agent harness"),
+        (["run", "scripted", "nop", "mock"], "run it with the harness 'none'"),
+        (["run", "plain", "oracle", "mock"], "has no reference solutions"),
+        (["run", "scripted", "none", "mock", "-b", "n5"], "--benchmark-arg takes KEY=VALUE, got 'n5'"),
+        (["run", "scripted", "none", "mock", "-b", "colour=red"], "unknown option(s) colour"),
+        (["run", "scripted", "none", "mock", "-t", "t99"], "unknown task id(s) t99"),
+        (["run", "scripted", "none", "mock", "--phase-timeout", "runn=3"], "unknown phase(s) runn"),
+        (["run", "scripted", "none", "mock", "-c", "0"], "--concurrency must be at least 1"),
+        (["run", "scripted", "none", "mock", "--user-model", "nosuch/x"], "unknown model 'nosuch'"),
+        (["run", "scripted"], "run needs BENCHMARK HARNESS MODEL"),
+        (["run", "--resume", "/nonexistent/run"], "does not exist"),
+    ],
+)
+def test_usage_errors_are_one_line_with_exit_status_2(host, tmp_path, args, expected):
+    result = invoke(host, *args, *(["-o", str(tmp_path / "r")] if "--resume" not in args else []))
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not (tmp_path / "r").exists(), "nothing is written before the input is known to be good"
+
+
+def test_resume_refuses_a_run_of_another_benchmark(host, tmp_path):
+    assert invoke(host, "run", "scripted", "none", "mock", "-o", str(tmp_path / "r")).exit_code == 0
+    before = (tmp_path / "r" / "results.jsonl").read_text()
+    result = invoke(host, "run", "seed_interactive", "none", "mock", "--resume", str(tmp_path / "r"))
+    assert result.exit_code == 2
+    assert "belongs to a run of benchmark 'scripted', not 'seed_interactive'" in result.stderr
+    assert (tmp_path / "r" / "results.jsonl").read_text() == before  # nothing lost
+
+
+def test_output_directory_holding_a_run_is_not_overwritten(host, tmp_path):
+    assert invoke(host, "run", "scripted", "none", "mock", "-o", str(tmp_path / "r")).exit_code == 0
+    result = invoke(host, "run", "scripted", "none", "mock", "-o", str(tmp_path / "r"))
+    assert result.exit_code == 2 and "already holds a run" in result.stderr
+
+
+def test_tasks_list_and_results_show(host, tmp_path):
+    listed = invoke(host, "tasks", "list", "scripted", "-b", "n=3", "--json")
+    assert json.loads(listed.stdout) == [{"task_id": f"t{i}", "category": c}
+                                         for i, c in enumerate(["even", "odd", "even"])]
+    invoke(host, "run", "scripted", "none", "mock", "-o", str(tmp_path / "r"), "-b", "faults=t1:evaluate=raise")
+    shown = invoke(host, "results", "show", str(tmp_path / "r"), "--tasks")
+    assert shown.exit_code == 0
+    assert "EVAL_ERROR" in shown.stdout and "evaluate blew up on purpose" in shown.stdout
+    data = json.loads(invoke(host, "results", "show", str(tmp_path / "r"), "--json", "--tasks").stdout)
+    assert data["status_counts"] == {"COMPLETED": 3, "EVAL_ERROR": 1}
+    assert len(data["tasks"]) == 4
+
+
+def test_results_show_of_a_directory_without_a_run(host, tmp_path):
+    result = invoke(host, "results", "show", str(tmp_path))
+    assert result.exit_code == 2 and "not a run directory" in result.stderr
+
+
+def test_main_job_of_the_readme_in_a_real_subprocess(tmp_path):
+    proc = run_cli_subprocess("run", "example_interactive", "none", "mock", "-o", str(tmp_path / "r"), "--json",
+                              testing=False)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["n_tasks"] >= 10 and summary["status_counts"] == {"COMPLETED": summary["n_tasks"]}
+    assert 0 < summary["metrics"]["overall"]["score"]["mean"] < 1  # the mock agent solves some, not all

@@ -1,0 +1,189 @@
+"""The runner around the lifecycle: interruption, resume, exit statuses, evaluation modes, bounds, observers."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentcompass import hookimpl
+from agentcompass.runner import Runner
+from agentcompass.runtime import RunRequest
+from tests.conftest import ROOT, run_cli_subprocess
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "tests.support.cli", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for_lines(path: Path, n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(read_jsonl(path)) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never reached {n} lines")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_finished_results_closes_environments_and_resume_finishes(tmp_path, sig):
+    run_dir, work = tmp_path / "run", tmp_path / "work"
+    work.mkdir()
+    args = ["run", "scripted", "none", "mock", "-b", "n=8", "-b", "sleep=0.6", "-c", "2", "-o", str(run_dir),
+            "--env-arg", f"root={work}"]
+    proc = start_cli(*args)
+    wait_for_lines(run_dir / "results.jsonl", 2)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "--resume" in stderr
+    done = read_jsonl(run_dir / "results.jsonl")
+    assert 2 <= len(done) < 8
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert summary["status_counts"]["CANCELLED"] == 8 - len(done)
+    cancelled = [a for a in read_jsonl(run_dir / "attempts.jsonl") if a["status"] == "CANCELLED"]
+    assert cancelled, "in-flight tasks are recorded as cancelled attempts"
+    assert list(work.iterdir()) == [], "every working directory was removed"
+
+    # A torn last line (the process died mid-write) must not break or duplicate anything.
+    with open(run_dir / "results.jsonl", "a") as f:
+        f.write('{"task_id": "t7", "status": "COMPL')
+    resumed = run_cli_subprocess("run", "--resume", str(run_dir), "-c", "4", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    final = read_jsonl(run_dir / "results.jsonl")
+    assert sorted(r["task_id"] for r in final) == [f"t{i}" for i in range(8)]  # each exactly once
+    assert {r["task_id"] for r in done} <= {r["task_id"] for r in final}
+    summary = json.loads(resumed.stdout)
+    assert summary["status_counts"] == {"COMPLETED": 8} and summary["interrupted"] is False
+    # Attempt numbers continue after the cancelled attempts.
+    for a in cancelled:
+        assert next(r for r in final if r["task_id"] == a["task_id"])["attempt"] == a["attempt"] + 1
+    assert len(json.loads((run_dir / "run.json").read_text())["resumed_at"]) == 1
+
+
+def test_resume_of_a_finished_run_runs_nothing(host, tmp_path):
+    first = run_cli_subprocess("run", "scripted", "none", "mock", "-o", str(tmp_path / "r"))
+    assert first.returncode == 0, first.stderr
+    again = run_cli_subprocess("run", "--resume", str(tmp_path / "r"), "--json")
+    assert again.returncode == 0
+    assert len(read_jsonl(tmp_path / "r" / "results.jsonl")) == 4
+
+
+def test_exit_status_is_one_when_any_task_errored(tmp_path):
+    proc = run_cli_subprocess("run", "scripted", "none", "mock", "-b", "faults=t1:run=raise",
+                              "-o", str(tmp_path / "r"))
+    assert proc.returncode == 1
+    assert "RUN_ERROR" in proc.stdout and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "reuse", "fresh"])
+async def test_evaluation_modes(host, tmp_path, mode):
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"mode": mode})
+    outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
+    # even tasks score 1, odd 0; the benchmark asserts what each mode must (not) see.
+    assert outcome.summary["status_counts"] == {"COMPLETED": 4}
+    assert outcome.summary["metrics"]["overall"]["score"]["mean"] == 0.5
+    assert outcome.summary["metrics"]["by_category"]["even"]["metrics"]["score"]["mean"] == 1.0
+    assert (tmp_path / "r" / "artifacts" / "t0" / "attempt-1" / "answer.txt").read_text() == "TASK T0"
+
+
+async def test_max_environments_bounds_live_environments(host, tmp_path):
+    live, peak = 0, 0
+
+    class Watcher:
+        @hookimpl
+        def agentcompass_task_event(self, event):
+            nonlocal live, peak
+            if event["event"] == "task.phase" and event["phase"] == "PREPARING":
+                live += 1
+                peak = max(peak, live)
+            if event["event"] == "task.phase" and event["phase"] == "FINISHED":
+                live -= 1
+
+    host.add_plugin(Watcher(), "watcher")
+    try:
+        req = RunRequest(benchmark="scripted", harness="none", model="mock", concurrency=8, max_environments=2,
+                         benchmark_args={"n": "8", "sleep": "0.1"})
+        outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
+    finally:
+        host.remove_plugin("watcher")
+    assert outcome.summary["status_counts"] == {"COMPLETED": 8}
+    assert peak == 8  # all tasks start (concurrency 8) ...
+    # ... but at most two environments lived at once: the run took four sleeps of 0.1 s, not one.
+    assert outcome.summary["duration_s"] >= 0.4
+
+
+async def test_observers_see_every_transition_and_a_broken_observer_changes_nothing(host, tmp_path):
+    events: list[dict] = []
+
+    class Recorder:
+        @hookimpl
+        def agentcompass_run_started(self, run_id, request, run_dir):
+            events.append({"event": "run.started", "run_id": run_id})
+
+        @hookimpl
+        def agentcompass_task_event(self, event):
+            events.append(dict(event))
+
+        @hookimpl
+        def agentcompass_run_finished(self, run_id, summary):
+            events.append({"event": "run.finished", "summary": summary})
+
+    class Broken:
+        @hookimpl
+        def agentcompass_task_event(self, event):
+            raise RuntimeError("observer bug")
+
+    host.add_plugin(Recorder(), "recorder")
+    host.add_plugin(Broken(), "broken")
+    try:
+        req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "2"})
+        outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
+    finally:
+        host.remove_plugin("recorder")
+        host.remove_plugin("broken")
+    assert outcome.summary["status_counts"] == {"COMPLETED": 2}
+    phases = [e["phase"] for e in events if e["event"] == "task.phase" and e["task_id"] == "t0"]
+    assert phases == ["PREPARING", "RUNNING", "COLLECTING", "EVALUATING", "FINISHED"]
+    assert events[0]["event"] == "run.started" and events[-1]["event"] == "run.finished"
+    assert [e["task_id"] for e in events if e["event"] == "task.finished"].count("t0") == 1
+    logs = (tmp_path / "r" / "logs.jsonl").read_text()
+    assert "plugin.observer_failed" in logs
+
+
+async def test_model_calls_are_metered_into_trajectory_and_summary(host, tmp_path):
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "3", "calls": "3"})
+    outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
+    calls = read_jsonl(tmp_path / "r" / "trajectories.jsonl")
+    assert len(calls) == 9 and {c["via"] for c in calls} == {"client"}
+    assert outcome.summary["usage"]["agent"]["calls"] == 9
+    final = read_jsonl(tmp_path / "r" / "results.jsonl")
+    assert all(r["usage"]["models"]["agent"]["calls"] == 3 for r in final)
+
+
+def test_limit_and_task_ids(tmp_path):
+    proc = run_cli_subprocess("run", "scripted", "none", "mock", "-b", "n=10", "--limit", "3", "-o",
+                              str(tmp_path / "a"), "--json")
+    assert json.loads(proc.stdout)["n_tasks"] == 3
+    proc = run_cli_subprocess("run", "scripted", "none", "mock", "-b", "n=10", "-t", "t7", "-t", "t2", "-o",
+                              str(tmp_path / "b"), "--json")
+    assert sorted(r["task_id"] for r in read_jsonl(tmp_path / "b" / "results.jsonl")) == ["t2", "t7"]
+
+
+def test_logs_are_structured_json_with_stable_keys(tmp_path):
+    run_cli_subprocess("run", "scripted", "none", "mock", "-o", str(tmp_path / "r"))
+    events = read_jsonl(tmp_path / "r" / "logs.jsonl")
+    assert {e["event"] for e in events} >= {"run.started", "task.phase", "task.finished", "run.finished"}
+    assert all({"event", "level", "timestamp", "run_id"} <= set(e) for e in events)
