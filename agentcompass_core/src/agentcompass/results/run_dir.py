@@ -15,6 +15,7 @@ when the run ends.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -42,8 +43,10 @@ FSYNC_INTERVAL = 1.0
 
 def safe_name(task_id: str) -> str:
     """A file-system-safe, still readable form of a task id."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") or "task"
-    return cleaned[:100]
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._")[:80] or "task"
+    if cleaned != task_id:  # keep distinct ids distinct
+        cleaned += "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    return cleaned
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

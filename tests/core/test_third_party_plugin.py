@@ -1,0 +1,116 @@
+"""A third-party plugin written from the spec's snippet, pip-installed into a fresh virtual environment
+next to agentcompass-core only, is discovered by `plugins list` and runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PLUGIN_MODULE = textwrap.dedent('''
+    import json
+    from dataclasses import replace
+
+    from agentcompass import hookimpl
+    from agentcompass.runtime import (EnvironmentSession, ExecutionPlan, HarnessFreeBenchmark, PreparedTask,
+                                      RunRequest, RunResult, TaskSpec, TaskStatus)
+    from agentcompass.runtime.metrics import make_metric_contract
+
+    RUNNER = """
+    import argparse, json
+    p = argparse.ArgumentParser(); p.add_argument("cmd"); p.add_argument("--request"); p.add_argument("--output")
+    a = p.parse_args()
+    n = json.load(open(a.request))["n"]
+    json.dump({"final_answer": str(n * n), "reward": 1.0 if n % 2 == 0 else 0.0}, open(a.output, "w"))
+    """
+
+
+    class SquaresBenchmark(HarnessFreeBenchmark):
+        name = "squares"
+        evaluation_environment_mode = "reuse"
+        metric_contract = make_metric_contract(primary="score", scalar=("score",), labels={"score": "Reward"})
+
+        def load_tasks(self, req):
+            return [TaskSpec(task_id=f"sq{n}", category="even" if n % 2 == 0 else "odd", data={"n": n})
+                    for n in range(4)]
+
+        async def prepare_task(self, task, req, plan, env=None):
+            await env.write_text("squares_runner/__init__.py", "")
+            await env.write_text("squares_runner/runner.py", RUNNER)
+            await env.write_text("request.json", json.dumps(dict(task.data)))
+            return PreparedTask(task_id=task.task_id, metadata={"official_runner": {
+                "request_path": "request.json", "result_path": "result.json", "timeout_seconds": 30}})
+
+        async def run_task(self, task, prepared, req, plan, env=None):
+            runner = prepared.metadata["official_runner"]
+            execution = await env.exec(["python3", "-m", "squares_runner.runner", "run", "--request",
+                                        runner["request_path"], "--output", runner["result_path"]],
+                                       timeout=runner["timeout_seconds"])
+            if execution.returncode != 0 or execution.timed_out:
+                return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.RUN_ERROR,
+                                 error=(execution.stderr or execution.stdout).strip() or "runner failed")
+            payload = json.loads(await env.read_text(runner["result_path"]))
+            return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
+                             final_answer=payload.get("final_answer"), artifacts={"official_result": payload})
+
+        async def evaluate(self, task, prepared, result, req, plan, env=None):
+            if result.status != TaskStatus.COMPLETED or result.error:
+                return replace(result, metrics={})
+            return replace(result, metrics={"score": float(result.artifacts["official_result"]["reward"])})
+
+
+    @hookimpl
+    def register_benchmarks(register):
+        register("squares", SquaresBenchmark)
+''')
+
+PYPROJECT = textwrap.dedent('''
+    [project]
+    name = "agentcompass-squares"
+    version = "1.2.3"
+    requires-python = ">=3.11"
+    dependencies = ["agentcompass-core"]
+
+    [project.entry-points.agentcompass]
+    squares = "agentcompass_squares"
+
+    [build-system]
+    requires = ["hatchling"]
+    build-backend = "hatchling.build"
+''')
+
+
+@pytest.mark.slow
+def test_pip_installed_third_party_plugin(tmp_path):
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH")
+    pkg = tmp_path / "agentcompass-squares"
+    (pkg / "agentcompass_squares").mkdir(parents=True)
+    (pkg / "pyproject.toml").write_text(PYPROJECT)
+    (pkg / "agentcompass_squares" / "__init__.py").write_text(PLUGIN_MODULE)
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")}
+    subprocess.run([uv, "venv", "-q", "--python", "3.11", str(venv)], check=True, env=env, timeout=300)
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+                    str(ROOT / "agentcompass_core"), str(pkg)], check=True, env=env, timeout=600)
+    exe = str(venv / "bin" / "agentcompass")
+    listed = subprocess.run([exe, "plugins", "list", "--json"], capture_output=True, text=True, check=True,
+                            cwd=tmp_path, env=env)
+    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert set(plugins) == {"builtin", "squares"}  # only core + this plugin are installed here
+    assert plugins["squares"]["version"] == "1.2.3"
+    assert plugins["squares"]["registers"] == {"benchmark": ["squares"]}
+    run = subprocess.run([exe, "run", "squares", "none", "mock", "--json", "-o", str(tmp_path / "run")],
+                         capture_output=True, text=True, cwd=tmp_path, env={**env, "PATH": f"{venv}/bin:{env['PATH']}"})
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["status_counts"] == {"COMPLETED": 4}
+    assert summary["metrics"]["overall"]["score"]["mean"] == 0.5
