@@ -22,8 +22,8 @@ async def session(tmp_path):
                             base_env={"FROM_BASE": "2"})
     yield s
     await provider.close(s)
-    assert not Path(s.workdir).exists()
     await provider.teardown()
+    assert not Path(s.workdir).exists()
 
 
 async def test_exec_runs_in_the_working_directory_with_an_explicit_environment(session, monkeypatch):

@@ -344,10 +344,11 @@ class TaskAttempt:
             result = self._keep_error(result, collected)
         except Exception as exc:
             if isinstance(exc, TimeoutError):
-                message, retryable = f"collect_artifacts timed out after {timeouts.get('collect')}s", True
+                message, retry = f"collect_artifacts timed out after {timeouts.get('collect')}s", True
             else:
-                message = f"collect_artifacts failed: {describe(exc)}"
-            if result.status is TaskStatus.COMPLETED:
+                message, retry = f"collect_artifacts failed: {describe(exc)}", isinstance(exc, InfrastructureError)
+            if result.status is TaskStatus.COMPLETED:  # an earlier error stands, and decides on retrying
+                retryable = retry
                 result = self._error(TaskStatus.RUN_ERROR, message, "collect", base=result)
         self._timed("collect", t0)
 

@@ -8,6 +8,7 @@ for untrusted code.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -182,6 +183,8 @@ class LocalProvider(EnvironmentProvider):
         self.root = Path(root) if root else None
         self.keep = str(keep).lower() in ("1", "true", "yes")
         self._run_root: Path | None = None
+        self._remover = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentcompass-rm")
+        self._removals: set[asyncio.Future[None]] = set()
 
     async def setup(self, specs: Iterable[EnvironmentSpec], *, run_id: str) -> None:
         base = self.root or Path(tempfile.gettempdir())
@@ -207,11 +210,20 @@ class LocalProvider(EnvironmentProvider):
         return LocalSession(root, env)
 
     async def close(self, session: EnvironmentSession) -> None:
-        if isinstance(session, LocalSession):
-            session.kill_all()
-        if not self.keep and isinstance(session, LocalSession):
-            await asyncio.to_thread(shutil.rmtree, session.root, True)
+        if not isinstance(session, LocalSession):
+            return
+        session.kill_all()
+        if not self.keep:
+            # Removal runs on a thread of its own and is not awaited: closing stays cheap however large the
+            # directory, and teardown waits for every removal.
+            self._removals.add(asyncio.get_running_loop().run_in_executor(
+                self._remover, shutil.rmtree, session.root, True))
+            self._removals = {f for f in self._removals if not f.done()}
 
     async def teardown(self) -> None:
+        if self._removals:
+            await asyncio.gather(*self._removals, return_exceptions=True)
+            self._removals.clear()
         if self._run_root is not None and not self.keep:
             await asyncio.to_thread(shutil.rmtree, self._run_root, True)
+        self._remover.shutdown(wait=False)

@@ -6,7 +6,6 @@ Heavy modules (runner, gateway, rich) are imported inside the commands that need
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -99,6 +98,8 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
     status, 2 for a usage error, 130 when interrupted.
     """
+    import asyncio
+
     from agentcompass.cli.progress import Progress
     from agentcompass.runner import Runner
     from agentcompass.runtime.types import RunRequest
@@ -212,6 +213,8 @@ def tasks_group() -> None:
 @click.pass_context
 def tasks_list(ctx: click.Context, benchmark: str, benchmark_arg: tuple[str, ...], as_json: bool) -> None:
     """List the tasks of BENCHMARK."""
+    import asyncio
+
     from agentcompass.runner import _construct, load_tasks
     from agentcompass.runtime.types import RunRequest
 
@@ -284,6 +287,8 @@ def env_group() -> None:
 @click.pass_context
 def env_prune(ctx: click.Context, environment: str, run_id: str | None) -> None:
     """Remove environments that killed runs left behind."""
+    import asyncio
+
     host = plugin_host(ctx)
     with cli_errors():
         provider = host.factory("environment", environment)()

@@ -121,7 +121,9 @@ class ModelGateway:
         for role, model_id in grant.model_ids.items():
             if model == model_id:
                 return role
-        return None
+        # The bare name of a PROVIDER/NAME id (``tiny`` for ``openai/tiny``), when exactly one role has it.
+        bare = [role for role, model_id in grant.model_ids.items() if model_id.partition("/")[2] == model]
+        return bare[0] if len(bare) == 1 else None
 
     async def _models(self, request: web.Request) -> web.Response:
         grant = self._authorise(request)

@@ -38,7 +38,22 @@ class CallRecord:
     cost_usd: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return {
+            "role": self.role,
+            "model": self.model,
+            "via": self.via,
+            "started_at": self.started_at,
+            "latency_s": self.latency_s,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "error": self.error,
+            "tools": self.tools,
+            "messages": self.messages,
+            "response": self.response,
+            "finish_reason": self.finish_reason,
+            "attempts": self.attempts,
+            "cost_usd": self.cost_usd,
+        }
 
 
 @attrs.define

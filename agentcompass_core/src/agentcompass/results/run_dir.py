@@ -157,15 +157,17 @@ class RunDirectory:
             f = self._files[name] = open(self.path / name, "a", encoding="utf-8")  # noqa: SIM115
         return f
 
-    def _append(self, name: str, data: Any) -> None:
-        line = json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":"))
+    def _append(self, name: str, *records: Any) -> None:
+        """Append records as JSON lines, flushed together (a final record reaches the OS at once)."""
+        lines = "".join(
+            json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")) + "\n" for data in records
+        )
         if self.redactor.active:
-            line = self.redactor.text(line)
+            lines = self.redactor.text(lines)
         f = self.stream(name)
-        f.write(line + "\n")
+        f.write(lines)
         f.flush()
-        now = time.monotonic()
-        if now - self._last_sync >= FSYNC_INTERVAL:
+        if time.monotonic() - self._last_sync >= FSYNC_INTERVAL:
             self.sync()
 
     def append_result(self, result: RunResult) -> None:
@@ -175,8 +177,10 @@ class RunDirectory:
         self._append(ATTEMPTS, unstructure(result))
 
     def append_trajectory(self, task_id: str, attempt: int, calls: list[dict[str, Any]]) -> None:
-        for i, call in enumerate(calls):
-            self._append(TRAJECTORIES, {"task_id": task_id, "attempt": attempt, "index": i, **call})
+        self._append(
+            TRAJECTORIES,
+            *({"task_id": task_id, "attempt": attempt, "index": i, **call} for i, call in enumerate(calls)),
+        )
 
     def artifacts_dir(self, task_id: str, attempt: int) -> Path:
         return self.path / ARTIFACTS / safe_name(task_id) / f"attempt-{attempt}"

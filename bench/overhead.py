@@ -1,0 +1,123 @@
+"""Runtime overhead of agentcompass itself, measured end to end through the real runner.
+
+Workload: N tasks of a benchmark whose run phase calls the agent model K=3 times through the in-process
+client, with the ``mock`` provider, in the ``local`` environment (a real working directory per task), with
+results, trajectories and logs written to a real run directory.
+
+Prints:
+  * overhead per task at 0 ms model latency (wall time ÷ N), at concurrency 8 and 100;
+  * the 100 ms latency case at concurrency 100: measured ÷ ideal, ideal = N·K·latency ÷ concurrency;
+  * peak RSS of a whole run at N=10,000 (in a child process);
+  * start-up time of ``agentcompass plugins list`` (median of 5).
+
+Usage: uv run python bench/overhead.py [--n 1000] [--rss-n 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from agentcompass import hookimpl
+from agentcompass.plugins import load_plugins
+from agentcompass.runner import Runner
+from agentcompass.runtime import HarnessFreeBenchmark, RunRequest, RunResult, TaskSpec, TaskStatus
+
+K = 3
+
+
+class CallsBenchmark(HarnessFreeBenchmark):
+    name = "bench_calls"
+
+    def __init__(self, n: str = "1000") -> None:
+        super().__init__()
+        self.n = int(n)
+
+    def load_tasks(self, req):
+        return (TaskSpec(task_id=f"task-{i}", category=("a", "b")[i % 2]) for i in range(self.n))
+
+    async def run_task(self, task, prepared, req, plan, env=None):
+        messages = [{"role": "user", "content": f"question {task.task_id}"}]
+        for _ in range(K):
+            reply = await plan.models["agent"].chat(messages)
+            messages.append(dict(reply.message))
+        return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
+                         final_answer=messages[-1]["content"])
+
+    async def evaluate(self, task, prepared, result, req, plan, env=None):
+        return replace(result, metrics={"score": 1.0})
+
+
+class BenchPlugin:
+    @hookimpl
+    def register_benchmarks(self, register):
+        register("bench_calls", CallsBenchmark)
+
+
+def run_once(n: int, concurrency: int, latency: float) -> float:
+    host = load_plugins()
+    host.add_plugin(BenchPlugin(), "bench")
+    req = RunRequest(benchmark="bench_calls", harness="none", model="mock", concurrency=concurrency,
+                     benchmark_args={"n": str(n)}, model_args={"latency": str(latency)} if latency else {})
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        outcome = asyncio.run(Runner(host, req, run_dir=Path(tmp) / "run", handle_signals=False).run())
+        elapsed = time.perf_counter() - started
+    assert outcome.summary["status_counts"] == {"COMPLETED": n}, outcome.summary["status_counts"]
+    assert outcome.summary["usage"]["agent"]["calls"] == n * K
+    return elapsed
+
+
+def rss_child(n: int) -> None:
+    run_once(n, 100, 0.0)
+    print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--rss-n", type=int, default=10_000)
+    parser.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rss_child is not None:
+        rss_child(args.rss_child)
+        return
+
+    n = args.n
+    print(f"agentcompass runtime overhead — N={n} tasks × K={K} in-process mock calls, local environment")
+    for concurrency in (8, 100):
+        elapsed = run_once(n, concurrency, 0.0)
+        print(f"  0 ms latency, concurrency {concurrency:>3}: {elapsed:.2f} s total, "
+              f"{elapsed / n * 1000:.2f} ms per task  (target ≤ 2 ms)")
+    latency, concurrency = 0.1, 100
+    ideal = n * K * latency / concurrency
+    elapsed = run_once(n, concurrency, latency)
+    print(f"  100 ms latency, concurrency {concurrency}: {elapsed:.2f} s measured, {ideal:.2f} s ideal, "
+          f"ratio {elapsed / ideal:.3f}  (target ≤ 1.2)")
+
+    child = subprocess.run([sys.executable, __file__, "--rss-child", str(args.rss_n)], capture_output=True,
+                           text=True, check=True)
+    rss_mb = json.loads(child.stdout.strip().splitlines()[-1])["maxrss_kb"] / 1024
+    print(f"  peak RSS at N={args.rss_n}: {rss_mb:.1f} MB  (target ≤ 150 MB)")
+
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "agentcompass.cli.main", "plugins", "list"], check=True,
+                       capture_output=True)
+        times.append(time.perf_counter() - started)
+    print(f"  start-up of 'agentcompass plugins list': median {statistics.median(times):.3f} s over 5 "
+          f"(target ≤ 0.5 s)")
+
+
+if __name__ == "__main__":
+    main()
