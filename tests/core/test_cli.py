@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from agentcompass.cli.main import cli
 from click.testing import CliRunner
 
-from agentcompass.cli.main import cli
 from tests.conftest import run_cli_subprocess
 
 

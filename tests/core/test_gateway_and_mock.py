@@ -6,7 +6,6 @@ import json
 
 import aiohttp
 import pytest
-
 from agentcompass.builtin.mock_model import MockModel
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter

@@ -8,12 +8,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from agentcompass.lifecycle import TRANSITIONS, AttemptMachine, IllegalTransition, Phase
 from agentcompass.runner import Runner
 from agentcompass.runtime import RunRequest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from tests.support.testing_plugin import CountingProvider
 
 FAST_TIMEOUTS = {"prepare": 0.3, "run": 0.3, "collect": 0.3, "evaluate": 0.3, "environment": 5.0}
@@ -50,8 +50,8 @@ def expected_retryable(faults: dict[str, str]) -> bool:
 def test_every_legal_path_ends_in_finished():
     for path in ([Phase.PREPARING, Phase.RUNNING, Phase.COLLECTING, Phase.EVALUATING, Phase.FINISHED],
                  [Phase.PREPARING, Phase.FINISHED], [Phase.FINISHED]):
-        seen = []
-        machine = AttemptMachine("t", 1, lambda prev, new: seen.append((prev, new)))
+        seen: list[tuple[Phase, Phase]] = []
+        machine = AttemptMachine("t", 1, lambda prev, new, seen=seen: seen.append((prev, new)))
         for phase in path:
             machine.advance(phase)
         assert machine.phase is Phase.FINISHED

@@ -7,11 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agentcompass.builtin.local_env import LocalProvider, PathEscapeError
 from agentcompass.runtime import EnvironmentSpec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture

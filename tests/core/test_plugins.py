@@ -8,12 +8,12 @@ import sys
 import types
 
 import pytest
-from click.testing import CliRunner
-
 from agentcompass import hookimpl
 from agentcompass.cli.main import cli
 from agentcompass.errors import UsageError
 from agentcompass.plugins import load_plugins
+from click.testing import CliRunner
+
 from tests.conftest import run_cli_subprocess
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import math
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from agentcompass.redaction import MASK, Redactor
 from agentcompass.results.run_dir import RunDirectory, read_jsonl, safe_name
 from agentcompass.runtime import RunResult, TaskStatus
 from agentcompass.runtime.metrics import aggregate, make_metric_contract
 from agentcompass.serialization import dumps, result_from_json
+from hypothesis import given
+from hypothesis import strategies as st
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from agentcompass import hookimpl
 from agentcompass.runner import Runner
 from agentcompass.runtime import RunRequest
+
 from tests.conftest import ROOT, run_cli_subprocess
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from click.testing import CliRunner
-
 from agentcompass.cli.main import cli
 from agentcompass.runner import Runner
 from agentcompass.runtime import RunRequest, TaskStatus
+from click.testing import CliRunner
 
 
 async def test_seed_benchmark_runs_through_the_runtime(host, tmp_path):

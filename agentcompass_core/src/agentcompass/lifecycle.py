@@ -362,7 +362,7 @@ class TaskAttempt:
         try:
             if mode == "fresh":
                 eval_env = await self._open_environment(base_env)
-                if artifacts_dir.is_dir():
+                if artifacts_dir.is_dir():  # noqa: ASYNC240 - one stat
                     await eval_env.upload(artifacts_dir, "artifacts")
             evaluated = _check_result(
                 await _within(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 import attrs
@@ -45,7 +45,9 @@ class Redactor:
             return type(value)(self.data(v) for v in value)
         return value
 
-    def structlog_processor(self, _logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def structlog_processor(
+        self, _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
         """A structlog processor masking secrets in every field of an event."""
         return self.data(event_dict) if self._secrets else event_dict
 

@@ -155,7 +155,8 @@ def check_request(req: RunRequest) -> None:
     unknown = sorted(set(req.phase_timeouts) - PHASE_TIMEOUT_NAMES)
     if unknown:
         raise UsageError(
-            f"unknown phase(s) {', '.join(unknown)} in --phase-timeout; phases: {', '.join(sorted(PHASE_TIMEOUT_NAMES))}"
+            f"unknown phase(s) {', '.join(unknown)} in --phase-timeout; "
+            f"phases: {', '.join(sorted(PHASE_TIMEOUT_NAMES))}"
         )
 
 

@@ -157,7 +157,7 @@ class LocalSession(EnvironmentSession):
     async def upload(self, local_path: str | Path, path: str) -> None:
         source, target = Path(local_path), self.resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
+        if source.is_dir():  # noqa: ASYNC240 - one stat
             await asyncio.to_thread(shutil.copytree, source, target, dirs_exist_ok=True)
         else:
             await asyncio.to_thread(shutil.copy2, source, target)

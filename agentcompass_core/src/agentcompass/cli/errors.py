@@ -21,7 +21,7 @@ class CLIError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
         click.echo(f"Error: {self.format_message()}", err=True)

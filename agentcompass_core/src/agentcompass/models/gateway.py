@@ -191,7 +191,7 @@ class ModelGateway:
         delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
         if message.get("tool_calls"):
             delta["tool_calls"] = [{"index": i, **tc} for i, tc in enumerate(message["tool_calls"])]
-        chunks = [
+        chunks: list[dict[str, Any]] = [
             {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
             {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
         ]

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import attrs
-
 from agentcompass.errors import ResultsError
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.types import RunResult
@@ -154,7 +153,7 @@ class RunDirectory:
     def stream(self, name: str) -> IO[str]:
         f = self._files.get(name)
         if f is None:
-            f = self._files[name] = open(self.path / name, "a", encoding="utf-8")  # noqa: SIM115
+            f = self._files[name] = open(self.path / name, "a", encoding="utf-8")
         return f
 
     def _append(self, name: str, *records: Any) -> None:
