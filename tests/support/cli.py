@@ -5,6 +5,7 @@
 
 from agentcompass.cli.main import cli
 from agentcompass.plugins import load_plugins
+
 from tests.support import testing_plugin
 
 if __name__ == "__main__":
