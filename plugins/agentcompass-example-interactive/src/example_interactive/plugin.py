@@ -1,0 +1,12 @@
+"""agentcompass entry point of the example_interactive benchmark."""
+
+from __future__ import annotations
+
+from agentcompass import hookimpl
+
+from example_interactive.benchmark import ExampleInteractiveBenchmark
+
+
+@hookimpl
+def register_benchmarks(register) -> None:  # type: ignore[no-untyped-def]
+    register("example_interactive", ExampleInteractiveBenchmark)
