@@ -4,12 +4,15 @@ Workload per task, through the provider: open a container → exec ``true`` → 
 close. Baseline per task: ``docker run --rm --network none python:3.11-slim sh -c 'true; write; read'``
 (one container doing the same work, driven through python-on-whales as well). Each at concurrency 1 and 8.
 
-Prints, per variant and concurrency: median and p95 seconds per task, tasks per second, and the ratio to
-the baseline (median time and throughput). Variants: ``default`` (small writes batched into the next
-call), ``no-batching`` (``write_delay=0``: every write is its own docker call), ``gateway`` (default plus a
-model-gateway socket, so every container also starts the forwarder). Figures are printed, not asserted.
+Variants: ``default`` (small writes batched into the next call), ``no-batching`` (``write_delay=0``: every
+write is its own docker call), ``gateway`` (default plus a model-gateway socket, so every container also
+starts the forwarder). Cells are interleaved: each of ``--rounds`` rounds runs n/rounds tasks of every
+variant in turn, so a change in the machine's load affects all of them alike.
 
-Usage: uv run python bench/docker_env.py [--n 100] [--concurrency 1 8] [--variants default no-batching]
+Prints, per variant and concurrency: median and p95 seconds per task, tasks per second, and the ratio to the
+baseline (median time, and throughput). Figures are printed, not asserted.
+
+Usage: uv run python bench/docker_env.py [--n 100] [--concurrency 1 8] [--rounds 5] [--variants ...]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import socket
 import statistics
 import sys
@@ -25,10 +29,9 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from python_on_whales import docker
-
 from agentcompass.runtime.types import EnvironmentSpec
 from agentcompass_docker.provider import DockerProvider
+from python_on_whales import docker
 
 IMAGE = "python:3.11-slim"
 PAYLOAD = "x" * 1024
@@ -50,52 +53,59 @@ async def timed_tasks(n: int, concurrency: int, task: Callable[[int], Awaitable[
     return durations, time.perf_counter() - start
 
 
-async def run_provider(n: int, concurrency: int, run_id: str, gateway: str | None, **options: str):
-    provider = DockerProvider(**options)
-    spec = EnvironmentSpec(image=IMAGE)
-    await provider.setup([spec], run_id=run_id)
-    if gateway:
-        provider.gateway_address(host="127.0.0.1", port=8765, unix_socket=gateway)
+class ProviderVariant:
+    """The provider workload; set up once, run in rounds."""
 
-    async def task(i: int) -> None:
-        session = await provider.open(spec, run_id=run_id, task_id=f"t{i}", base_env={})
+    def __init__(self, run_id: str, gateway: str | None, **options: str) -> None:
+        self.run_id, self.gateway = run_id, gateway
+        self.provider = DockerProvider(**options)
+        self.spec = EnvironmentSpec(image=IMAGE)
+
+    async def setup(self) -> None:
+        await self.provider.setup([self.spec], run_id=self.run_id)
+        if self.gateway:
+            self.provider.gateway_address(host="127.0.0.1", port=8765, unix_socket=self.gateway)
+
+    async def task(self, i: int) -> None:
+        session = await self.provider.open(self.spec, run_id=self.run_id, task_id=f"t{i}", base_env={})
         try:
             result = await session.exec(["true"])
             assert result.returncode == 0, result
             await session.write_text("data.txt", PAYLOAD)
             assert await session.read_text("data.txt") == PAYLOAD
         finally:
-            await provider.close(session)
+            await self.provider.close(session)
 
-    try:
-        return await timed_tasks(n, concurrency, task)
-    finally:
-        await provider.teardown()
+    async def teardown(self) -> None:
+        await self.provider.teardown()
 
 
-async def run_baseline(n: int, concurrency: int):
-    pool = ThreadPoolExecutor(max(concurrency, 4))
-    loop = asyncio.get_running_loop()
-    script = f"true && printf %s '{PAYLOAD}' > /tmp/data.txt && cat /tmp/data.txt"
+class BaselineVariant:
+    """``docker run --rm`` doing the same work in one container."""
 
-    def blocking() -> None:
-        out = docker.container.run(IMAGE, ["sh", "-c", script], remove=True, networks=["none"], pull="never")
+    def __init__(self, concurrency: int) -> None:
+        self.pool = ThreadPoolExecutor(max(concurrency, 4))
+        self.script = f"true && printf %s '{PAYLOAD}' > /tmp/data.txt && cat /tmp/data.txt"
+
+    async def setup(self) -> None:
+        pass
+
+    def blocking(self) -> None:
+        out = docker.container.run(IMAGE, ["sh", "-c", self.script], remove=True, networks=["none"], pull="never")
         assert out == PAYLOAD, out[:100]
 
-    async def task(i: int) -> None:
-        await loop.run_in_executor(pool, blocking)
+    async def task(self, i: int) -> None:
+        await asyncio.get_running_loop().run_in_executor(self.pool, self.blocking)
 
-    try:
-        return await timed_tasks(n, concurrency, task)
-    finally:
-        pool.shutdown()
+    async def teardown(self) -> None:
+        self.pool.shutdown()
 
 
 def describe(durations: list[float], wall: float) -> dict[str, float]:
     ordered = sorted(durations)
     return {
         "median": statistics.median(ordered),
-        "p95": ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))],
+        "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
         "tps": len(ordered) / wall,
     }
 
@@ -113,31 +123,60 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
-        "--variants", nargs="+", default=["default", "no-batching", "gateway"],
+        "--variants",
+        nargs="+",
+        default=["default", "no-batching", "gateway"],
         choices=["default", "no-batching", "gateway"],
     )
     args = parser.parse_args()
     try:
         docker.system.info()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         sys.exit(f"no Docker engine: {exc}")
     socket_dir = tempfile.mkdtemp(prefix="agentcompass-bench-")
     os.chmod(socket_dir, 0o755)
-    gateway_socket = serve_dummy_socket(socket_dir)
-    print(f"docker environment bench: {args.n} tasks per cell, image {IMAGE}, {os.cpu_count()} CPUs")
-    print(f"{'variant':<13}{'conc':>5}{'median s':>10}{'p95 s':>9}{'tasks/s':>9}{'× base (median)':>17}{'× base (tps)':>14}")
+    try:
+        await measure(args, serve_dummy_socket(socket_dir))
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+async def measure(args: argparse.Namespace, gateway_socket: str) -> None:
+    per_round = max(1, args.n // args.rounds)
+    print(
+        f"docker environment bench: {per_round * args.rounds} tasks per cell in {args.rounds} interleaved rounds, "
+        f"image {IMAGE}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
+    header = ("variant", "conc", "median s", "p95 s", "tasks/s", "× base (median)", "× base (tps)")
+    print("{:<13}{:>5}{:>10}{:>9}{:>9}{:>17}{:>14}".format(*header))
     for concurrency in args.concurrency:
-        base = describe(*await run_baseline(args.n, concurrency))
-        print(f"{'docker run':<13}{concurrency:>5}{base['median']:>10.3f}{base['p95']:>9.3f}{base['tps']:>9.2f}"
-              f"{1.0:>17.2f}{1.0:>14.2f}")
-        for variant in args.variants:
-            options = {"write_delay": "0"} if variant == "no-batching" else {}
-            gateway = gateway_socket if variant == "gateway" else None
-            run_id = f"bench-{variant}-{concurrency}-{os.getpid()}"
-            got = describe(*await run_provider(args.n, concurrency, run_id, gateway, **options))
-            print(f"{variant:<13}{concurrency:>5}{got['median']:>10.3f}{got['p95']:>9.3f}{got['tps']:>9.2f}"
-                  f"{got['median'] / base['median']:>17.2f}{base['tps'] / got['tps']:>14.2f}")
+        variants: dict[str, ProviderVariant | BaselineVariant] = {"docker run": BaselineVariant(concurrency)}
+        for name in args.variants:
+            options = {"write_delay": "0"} if name == "no-batching" else {}
+            gateway = gateway_socket if name == "gateway" else None
+            variants[name] = ProviderVariant(f"bench-{name}-{concurrency}-{os.getpid()}", gateway, **options)
+        durations: dict[str, list[float]] = {name: [] for name in variants}
+        walls = dict.fromkeys(variants, 0.0)
+        try:
+            for variant in variants.values():
+                await variant.setup()
+            for _ in range(args.rounds):  # interleaved, so a change in the machine's load hits all alike
+                for name, variant in variants.items():
+                    got, wall = await timed_tasks(per_round, concurrency, variant.task)
+                    durations[name] += got
+                    walls[name] += wall
+        finally:
+            for variant in variants.values():
+                await variant.teardown()
+        base = describe(durations["docker run"], walls["docker run"])
+        for name in variants:
+            got = describe(durations[name], walls[name])
+            print(
+                f"{name:<13}{concurrency:>5}{got['median']:>10.3f}{got['p95']:>9.3f}{got['tps']:>9.2f}"
+                f"{got['median'] / base['median']:>17.2f}{base['tps'] / got['tps']:>14.2f}"
+            )
 
 
 if __name__ == "__main__":

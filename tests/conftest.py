@@ -33,3 +33,13 @@ def run_cli_subprocess(*args: str, timeout: float = 120, env: dict[str, str] | N
         sys.executable, "-m", "agentcompass.cli.main", *args]
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
+    """With AGENTCOMPASS_REQUIRE_DOCKER=1 (CI), a docker test that skips is a failure, not a silent pass."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and item.get_closest_marker("docker") and os.environ.get("AGENTCOMPASS_REQUIRE_DOCKER"):
+        report.outcome = "failed"
+        report.longrepr = f"docker test skipped although AGENTCOMPASS_REQUIRE_DOCKER is set: {report.longrepr}"

@@ -1,0 +1,208 @@
+"""Programs the docker environment runs inside containers: POSIX ``sh`` snippets (dash, busybox ash and
+bash all run them) and the stdlib-only gateway forwarder. Plain strings, so importing this is free.
+
+Every snippet is passed as ``sh -c SCRIPT NAME ARG...``; arguments never go through shell quoting.
+"""
+
+from __future__ import annotations
+
+#: Variable set on every process an ``exec`` starts (children inherit it): how the timeout killer finds
+#: the whole tree, including processes that left the process group or session.
+EXEC_ID_VARIABLE = "AGENTCOMPASS_EXEC_ID"
+
+#: Where the forwarder is mounted the gateway's Unix socket inside the container.
+GATEWAY_SOCKET = "/run/agentcompass/gateway.sock"
+
+#: Defines ``ac_puts NWRITES [PATH BASE64]...``: write files (parent directories created) from base64
+#: text; on failure it names the file on stderr and returns 1. ``ac_shift`` is how many arguments it used.
+#: Every script below starts with it: small writes ride along with the session's next docker call.
+_PUT = r"""
+ac_put() {
+  ac_d=${1%/*}
+  if [ -n "$ac_d" ] && [ ! -d "$ac_d" ]; then mkdir -p -- "$ac_d" || return 1; fi
+  printf %s "$2" | base64 -d > "$1"
+}
+ac_puts() {
+  ac_k=$1; shift; ac_shift=$((1 + 2 * ac_k))
+  while [ "$ac_k" -gt 0 ]; do
+    ac_put "$1" "$2" || { printf 'agentcompass: cannot write %s\n' "$1" >&2; return 1; }
+    shift 2; ac_k=$((ac_k - 1))
+  done
+}
+"""
+
+#: Exit status of the file scripts when a batched write failed.
+WRITE_FAILED = 97
+
+_PUTS_OR_FAIL = r"""
+ac_puts "$@" || exit 97
+shift "$ac_shift"
+"""
+
+#: ``EXEC_WRAPPER MARKER PORT NWRITES [PATH B64]... ARGV...``: apply batched writes, wait (once per
+#: session) until the gateway forwarder listens on 127.0.0.1:PORT (hex, as in /proc/net/tcp; empty: don't),
+#: run ARGV, then end stderr with the trailer ``<RS>MARKER X <status> <oom_kill before> <oom_kill after>``.
+#: ``<RS>MARKER R`` (stderr's first line) says the writes have landed; ``<RS>MARKER W`` that one failed
+#: and ARGV did not run. The wrapper exits 0, so no trailer means it was killed or never started.
+#: (<RS> is byte 0x1e, written by printf: the marker as it appears in argv or ``ps`` never matches.)
+EXEC_WRAPPER = (
+    _PUT
+    + r"""
+ac_id=$1; ac_port=$2; ac_n=$3; shift 2
+ac_puts "$@" || { printf '\036%s W\n' "$ac_id" >&2; exit 0; }
+shift "$ac_shift"
+[ "$ac_n" -gt 0 ] && printf '\036%s R\n' "$ac_id" >&2
+if [ -n "$ac_port" ]; then
+  ac_i=0
+  while [ "$ac_i" -lt 300 ]; do
+    while read -r ac_sl ac_local ac_remote ac_state ac_rest; do
+      if [ "$ac_local" = "0100007F:$ac_port" ] && [ "$ac_state" = 0A ]; then break 2; fi
+    done < /proc/net/tcp
+    command -v python3 > /dev/null 2>&1 || break
+    sleep 0.01 2> /dev/null || sleep 1
+    ac_i=$((ac_i + 1))
+  done
+fi
+ac_oom() {
+  for ac_f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
+    if [ -r "$ac_f" ]; then
+      while read -r ac_a ac_b; do
+        if [ "$ac_a" = oom_kill ]; then ac_o=$ac_b; return; fi
+      done < "$ac_f"
+    fi
+  done
+  ac_o=-
+}
+ac_oom; ac_o0=$ac_o
+"$@"
+ac_rc=$?
+ac_oom
+printf '\036%s X %s %s %s\n' "$ac_id" "$ac_rc" "$ac_o0" "$ac_o" >&2
+exit 0
+"""
+)
+
+#: ``PUTS NWRITES [PATH B64]...``: apply batched writes and nothing else.
+PUTS = _PUT + _PUTS_OR_FAIL
+
+#: ``READ NWRITES [PATH B64]... PATH``: apply batched writes, then print PATH.
+READ = (
+    _PUT
+    + _PUTS_OR_FAIL
+    + r"""
+exec cat -- "$1"
+"""
+)
+
+#: ``TAR_OUT NWRITES [PATH B64]... PATH``: apply batched writes, then write a tar of PATH (a file or a
+#: directory, as the single top-level member named after it) to stdout.
+TAR_OUT = (
+    _PUT
+    + _PUTS_OR_FAIL
+    + r"""
+cd -- "${1%/*}/" && exec tar -c -f - -- "${1##*/}"
+"""
+)
+
+#: ``WRITE NWRITES [PATH B64]... PATH`` with the content on stdin.
+WRITE = (
+    _PUT
+    + _PUTS_OR_FAIL
+    + r"""
+ac_d=${1%/*}
+if [ -n "$ac_d" ] && [ ! -d "$ac_d" ]; then mkdir -p -- "$ac_d" || exit 1; fi
+exec cat > "$1"
+"""
+)
+
+#: ``UNTAR NWRITES [PATH B64]... DIR`` with a tar on stdin: extract it into DIR (created).
+UNTAR = (
+    _PUT
+    + _PUTS_OR_FAIL
+    + r"""
+mkdir -p -- "$1" && exec tar -x -f - -C "$1"
+"""
+)
+
+#: ``KILL_TREE ID``: SIGKILL every process whose environment carries ``AGENTCOMPASS_EXEC_ID=ID``, until
+#: none is left (a process forking while we scan is caught by the next pass).
+KILL_TREE = (
+    r"""
+ac_m="""
+    + EXEC_ID_VARIABLE
+    + r"""=$1
+ac_n=0
+while [ "$ac_n" -lt 100 ]; do
+  ac_hit=
+  for ac_d in /proc/[0-9]*; do
+    ac_e=$(cat "$ac_d/environ" 2> /dev/null) || continue
+    case $ac_e in *"$ac_m"*) kill -9 "${ac_d#/proc/}" 2> /dev/null && ac_hit=1 ;; esac
+  done
+  [ -z "$ac_hit" ] && exit 0
+  ac_n=$((ac_n + 1))
+done
+"""
+)
+
+#: ``MAKE_WRITABLE DIR``: let any user write DIR (sticky, like /tmp). Run as root; fails harmlessly when
+#: root does not own DIR (then the image made it for its user already).
+MAKE_WRITABLE = r"""
+mkdir -p -- "$1" 2> /dev/null; chmod 1777 -- "$1" 2> /dev/null; exit 0
+"""
+
+#: The container's main program under ``docker-init``: keep the container alive and, when given a socket
+#: and a port, start the gateway forwarder first. ``KEEPER [FORWARDER_SOURCE SOCKET PORT]``.
+KEEPER = r"""
+if [ "$#" -ge 3 ]; then python3 -I -S -c "$1" "$2" "$3" & fi
+while :; do sleep 86400; done
+"""
+
+#: TCP 127.0.0.1:PORT → Unix socket forwarder: stdlib sockets and threads (asyncio would double its
+#: start-up time, which every container pays). Runs on any Python 3 in the image.
+FORWARDER = r"""
+import socket, sys, threading
+
+SOCKET, PORT = sys.argv[1], int(sys.argv[2])
+
+
+def pump(source, sink, both):
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:
+        for s in both:  # one side broke: unblock the other direction too
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def handle(client):
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(SOCKET)
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    both = (client, upstream)
+    back = threading.Thread(target=pump, args=(upstream, client, both), daemon=True)
+    back.start()
+    pump(client, upstream, both)
+    back.join()
+    client.close()
+    upstream.close()
+
+
+server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", PORT))
+server.listen(128)
+while True:
+    connection, _ = server.accept()
+    threading.Thread(target=handle, args=(connection,), daemon=True).start()
+"""

@@ -1,0 +1,81 @@
+"""``--env-arg key=value`` options of the docker environment. Stdlib only: parsed before any docker import."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from agentcompass.errors import UsageError
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclasses.dataclass(frozen=True)
+class DockerOptions:
+    """What ``--env-arg`` can set. Resource values, when given, override every task's
+    :class:`~agentcompass.runtime.EnvironmentSpec`."""
+
+    #: Leave containers running after close/teardown (for debugging); ``env prune`` removes them.
+    keep: bool = False
+    #: Memory limit for every container (docker syntax, e.g. ``4g``); default: the spec's.
+    memory: str | None = None
+    #: CPU limit for every container; default: the spec's.
+    cpus: float | None = None
+    #: Process limit for every container; default: the spec's.
+    pids_limit: int | None = None
+    #: Docker network for specs that ask for a network (``network=True``).
+    network: str = "bridge"
+    #: Docker daemon address (like ``DOCKER_HOST``) and CLI context.
+    host: str | None = None
+    context: str | None = None
+    #: Capabilities to add back (comma-separated, e.g. ``CHOWN,DAC_OVERRIDE``); all are dropped by default.
+    cap_add: tuple[str, ...] = ()
+    #: Run ``docker-init`` as PID 1 (reaps zombies). Turn off only for engines without it.
+    init: bool = True
+    #: Try ``docker pull`` for a missing image.
+    pull: bool = True
+    #: Threads that run docker CLI calls; each running ``exec`` holds one.
+    threads: int = 128
+    #: Small writes are batched into the session's next docker call, or sent after this many seconds.
+    #: 0 writes every file at once.
+    write_delay: float = 0.05
+    #: Bounds, in seconds, on the engine's work.
+    start_timeout: float = 120.0
+    close_timeout: float = 60.0
+    pull_timeout: float = 600.0
+    build_timeout: float = 3600.0
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> DockerOptions:
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, raw in options.items():
+            name = key.replace("-", "_")
+            if name not in fields:
+                raise UsageError(f"unknown docker environment option {key!r}; known: {', '.join(sorted(fields))}")
+            try:
+                values[name] = _convert(raw, str(fields[name].type))
+            except ValueError as exc:
+                raise UsageError(f"docker environment option {key}={raw!r}: {exc}") from None
+        return cls(**values)
+
+
+def _convert(raw: Any, annotation: str) -> Any:
+    text = str(raw).strip() if not isinstance(raw, (list, tuple)) else ",".join(raw)
+    if annotation == "bool":
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ValueError("expected true or false")
+    if annotation.startswith("tuple"):
+        return tuple(part.strip() for part in text.split(",") if part.strip())
+    if not text and annotation.endswith("None"):
+        return None
+    if annotation.startswith("int"):
+        return int(text)
+    if annotation.startswith("float"):
+        return float(text)
+    return text

@@ -1,0 +1,109 @@
+"""``--env docker`` end to end through the real CLI: a run of the example benchmark whose runner reaches the
+model gateway from inside network-less containers, Ctrl-C clean-up, and ``env prune`` after a SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli_subprocess
+from tests.docker.conftest import run_containers
+
+pytestmark = pytest.mark.docker
+
+
+def _start_run(output: Path, *extra: str) -> subprocess.Popen[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "agentcompass.cli.main",
+        "run",
+        "example_interactive",
+        "none",
+        "mock",
+        "--env",
+        "docker",
+        "-o",
+        str(output),
+        *extra,
+    ]
+    return subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def _wait_for_containers(output: Path, proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """The run's id, once at least one of its containers exists."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        run_json = output / "run.json"
+        if run_json.exists():
+            with open(run_json) as f:
+                run_id = json.load(f)["run_id"]
+            if run_containers(run_id):
+                return run_id
+        time.sleep(0.1)
+    raise AssertionError("the run started no container")
+
+
+def test_example_interactive_runs_in_docker(engine, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_cli_subprocess(
+        "run",
+        "example_interactive",
+        "none",
+        "mock",
+        "--env",
+        "docker",
+        "-o",
+        str(out),
+        "--json",
+        testing=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["environment"] == "docker"
+    assert summary["status_counts"] == {"COMPLETED": summary["n_tasks"]} and summary["n_tasks"] > 0
+    # The upstream runner inside each container called the model through the gateway forwarder.
+    calls = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert calls and all(call["via"] == "gateway" for call in calls if call.get("role") == "agent")
+    assert run_containers(summary["run_id"]) == []
+
+
+def test_ctrl_c_removes_the_runs_containers(engine, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = _start_run(out, "-c", "4")
+    try:
+        run_id = _wait_for_containers(out, proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert run_containers(run_id) == []
+
+
+def test_env_prune_removes_what_a_killed_run_left(engine, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = _start_run(out, "-c", "4")
+    try:
+        run_id = _wait_for_containers(out, proc)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left = len(run_containers(run_id))
+    assert left > 0  # nothing ran the clean-up
+    pruned = run_cli_subprocess("env", "prune", "--run-id", run_id, testing=False)
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"removed {left} docker environment(s) of run {run_id}" in pruned.stdout
+    assert run_containers(run_id) == []
