@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
@@ -22,6 +23,10 @@ class Redactor:
         for value in values:
             if value and len(value) >= MIN_SECRET_LENGTH:
                 self._secrets.add(value)
+                # Its JSON-escaped form too: files hold JSON text, where a quote or backslash is escaped.
+                escaped = json.dumps(value, ensure_ascii=False)[1:-1]
+                if escaped != value:
+                    self._secrets.add(escaped)
 
     @property
     def active(self) -> bool:

@@ -1,0 +1,1 @@
+"""Model providers for agentcompass (see plugin.py)."""
