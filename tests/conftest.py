@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from agentcompass.plugins import PluginHost, load_plugins
+
 from tests.support import testing_plugin
 
 ROOT = Path(__file__).resolve().parent.parent

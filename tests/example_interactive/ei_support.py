@@ -275,7 +275,7 @@ class TempDirSession(EnvironmentSession):
         self,
         argv: Sequence[str],
         *,
-        timeout: float | None = None,  # noqa: ASYNC109 - the EnvironmentSession contract
+        timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
     ) -> ExecResult:
