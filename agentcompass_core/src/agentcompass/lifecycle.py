@@ -128,6 +128,11 @@ class ModelAccess:
     def grant(self, meter: TaskMeter) -> tuple[dict[str, ModelClient], dict[str, ModelEndpoint], Callable[[], None]]:
         return {}, {}, lambda: None
 
+    @property
+    def stop_reason(self) -> str | None:
+        """Why no further task should start (a spent budget, rejected credentials), or None."""
+        return None
+
 
 @attrs.define
 class AttemptContext:

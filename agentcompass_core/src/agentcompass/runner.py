@@ -315,7 +315,7 @@ class Runner:
                 await gateway.stop()
         summary = self._summary(req, resolved, tasks, final, interrupted, started_at, store)
         # A budget or a fatal model error (bad credentials) stops scheduling; unrun tasks stay resumable.
-        summary["stopped_reason"] = getattr(ctx.models, "stop_reason", None) if ctx is not None else None
+        summary["stopped_reason"] = ctx.models.stop_reason if ctx is not None else None
         store.write_summary(summary)
         log.info("run.finished", status_counts=summary["status_counts"], interrupted=interrupted,
                  duration_s=summary["duration_s"], stopped_reason=summary["stopped_reason"])
@@ -373,7 +373,7 @@ class Runner:
 
         async def worker() -> None:
             for task in queue:
-                if getattr(ctx.models, "stop_reason", None):
+                if ctx.models.stop_reason:
                     break  # the task stays unrun (resumable); the summary says why
                 await task_with_retries(task)
 
