@@ -44,6 +44,21 @@ def test_usage_errors_are_one_line_with_exit_status_2(host, tmp_path, args, expe
     assert not (tmp_path / "r").exists(), "nothing is written before the input is known to be good"
 
 
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ("init", "benchmark 'broken' failed to start: FileNotFoundError: data/tasks.jsonl"),
+        ("tasks", "benchmark 'broken' failed to load its tasks: KeyError: 'task_id'"),
+        ("spec", "benchmark 'broken' has no environment for task 'a': RuntimeError: no image configured"),
+    ],
+)
+def test_a_plugin_bug_before_the_run_is_one_line_not_a_traceback(host, tmp_path, where, expected):
+    result = invoke(host, "run", "broken", "nop", "mock", "-b", f"where={where}", "-o", str(tmp_path / "r"))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"Error: {expected}"
+    assert not (tmp_path / "r").exists()
+
+
 def test_resume_refuses_a_run_of_another_benchmark(host, tmp_path):
     assert invoke(host, "run", "scripted", "none", "mock", "-o", str(tmp_path / "r")).exit_code == 0
     before = (tmp_path / "r" / "results.jsonl").read_text()

@@ -147,6 +147,26 @@ class PlainBenchmark(BaseBenchmark):
         return replace(result, metrics={"score": 1.0 if result.status is TaskStatus.COMPLETED else 0.0})
 
 
+class BrokenBenchmark(BaseBenchmark):
+    """A benchmark with a bug: ``where`` says where it fails (``init``, ``tasks``, ``spec``)."""
+
+    name = "broken"
+
+    def __init__(self, where: str = "tasks") -> None:
+        super().__init__()
+        if where == "init":
+            raise FileNotFoundError("data/tasks.jsonl")
+        self.where = where
+
+    def load_tasks(self, req):  # type: ignore[no-untyped-def]
+        if self.where == "tasks":
+            raise KeyError("task_id")
+        return [TaskSpec(task_id="a")]
+
+    def environment_spec(self, task, req):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no image configured")
+
+
 class CountingProvider(LocalProvider):
     """The real local environment, counting opens and closes, optionally failing the first opens."""
 
@@ -186,6 +206,7 @@ def _seed_benchmark(**options: Any) -> Any:
 def register_benchmarks(register):  # type: ignore[no-untyped-def]
     register("scripted", ScriptedBenchmark)
     register("plain", PlainBenchmark)
+    register("broken", BrokenBenchmark)
     register("seed_interactive", _seed_benchmark)
 
 

@@ -26,13 +26,14 @@ from typing import Any
 import attrs
 
 from agentcompass import __version__
-from agentcompass.errors import AgentCompassError, ResultsError, UsageError
+from agentcompass.errors import AgentCompassError, PluginError, ResultsError, UsageError
 from agentcompass.lifecycle import (
     DEFAULT_TIMEOUTS,
     AttemptContext,
     AttemptOutcome,
     ModelAccess,
     Phase,
+    describe,
     run_attempt,
 )
 from agentcompass.models.roles import build_clients, model_ids, role_models, spent_usd
@@ -62,6 +63,8 @@ def _construct(kind: str, name: str, factory: Callable[..., Any], options: Mappi
         raise
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{kind} {name!r} rejected its arguments {dict(options)}: {exc}") from None
+    except Exception as exc:
+        raise PluginError(f"{kind} {name!r} failed to start: {describe(exc)}") from exc
 
 
 @attrs.define
@@ -116,13 +119,21 @@ def resolve(host: PluginHost, req: RunRequest) -> Resolved:
 
 async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec]:
     """The benchmark's tasks, filtered by ``--task-id`` and ``--limit``."""
-    loaded = benchmark.load_tasks(req)
-    if inspect.isawaitable(loaded):
-        loaded = await loaded
-    if hasattr(loaded, "__aiter__"):
-        tasks = [t async for t in loaded]  # type: ignore[union-attr]
-    else:
-        tasks = list(loaded)  # type: ignore[arg-type]
+    try:
+        loaded = benchmark.load_tasks(req)
+        if inspect.isawaitable(loaded):
+            loaded = await loaded
+        if hasattr(loaded, "__aiter__"):
+            tasks = [t async for t in loaded]  # type: ignore[union-attr]
+        else:
+            tasks = list(loaded)  # type: ignore[arg-type]
+    except AgentCompassError:
+        raise
+    except Exception as exc:
+        raise PluginError(f"benchmark {req.benchmark!r} failed to load its tasks: {describe(exc)}") from exc
+    bad = [t for t in tasks if not isinstance(t, TaskSpec)]
+    if bad:
+        raise PluginError(f"benchmark {req.benchmark!r} yielded {type(bad[0]).__name__}, not TaskSpec")
     seen: set[str] = set()
     for t in tasks:
         if t.task_id in seen:
@@ -141,6 +152,22 @@ async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec
     if req.limit is not None:
         tasks = tasks[: req.limit]
     return tasks
+
+
+def environment_specs(benchmark: BaseBenchmark, req: RunRequest, tasks: list[TaskSpec]) -> dict[str, EnvironmentSpec]:
+    """Each task's environment spec, known before any task starts (images are built from them)."""
+    specs: dict[str, EnvironmentSpec] = {}
+    for task in tasks:
+        try:
+            spec = benchmark.environment_spec(task, req)
+        except Exception as exc:
+            raise PluginError(
+                f"benchmark {req.benchmark!r} has no environment for task {task.task_id!r}: {describe(exc)}"
+            ) from exc
+        if not isinstance(spec, EnvironmentSpec):
+            raise PluginError(f"benchmark {req.benchmark!r} returned {type(spec).__name__} as an EnvironmentSpec")
+        specs[task.task_id] = spec
+    return specs
 
 
 def check_request(req: RunRequest) -> None:
@@ -199,25 +226,28 @@ class Runner:
             req = replace(req, run_id=req.run_id or new_run_id())
         resolved = resolve(self.host, req)
         tasks = await load_tasks(resolved.benchmark, req)
+        all_specs = environment_specs(resolved.benchmark, req, tasks)
         clients = build_clients(self.host, req)
-        redactor = Redactor()
-        for client in set(clients.values()):
-            redactor.add(*getattr(client, "secrets", ()))
-        run_dir = self.run_dir or Path("runs") / req.run_id
-        if not self.resume:
-            store = RunDirectory.create(run_dir, redactor)
-        store.redactor = redactor
-        finished = store.final_results() if self.resume else {}
-        first_attempt = store.attempt_counts() if self.resume else {}
-        todo = [t for t in tasks if t.task_id not in finished]
-        specs = {t.task_id: resolved.benchmark.environment_spec(t, req) for t in todo}
         try:
-            return await self._execute(req, resolved, tasks, todo, specs, finished, first_attempt, clients, store)
+            redactor = Redactor()
+            for client in set(clients.values()):
+                redactor.add(*getattr(client, "secrets", ()))
+            if not self.resume:
+                store = RunDirectory.create(self.run_dir or Path("runs") / req.run_id, redactor)
+            store.redactor = redactor
+            finished = store.final_results() if self.resume else {}
+            first_attempt = store.attempt_counts() if self.resume else {}
+            todo = [t for t in tasks if t.task_id not in finished]
+            specs = {t.task_id: all_specs[t.task_id] for t in todo}
+            try:
+                return await self._execute(req, resolved, tasks, todo, specs, finished, first_attempt, clients,
+                                           store)
+            finally:
+                store.close()
         finally:
             for client in set(clients.values()):
                 with contextlib.suppress(Exception):
                     await client.aclose()
-            store.close()
 
     def _merge_resumed_request(self, store: RunDirectory) -> RunRequest:
         saved = store.read_run_json()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 import click
@@ -14,6 +15,8 @@ from agentcompass.errors import (
     ResultsError,
     UsageError,
 )
+
+DEBUG_ENV = "AGENTCOMPASS_DEBUG"
 
 
 class CLIError(click.ClickException):
@@ -37,6 +40,13 @@ def cli_errors() -> Iterator[None]:
         raise CLIError(str(exc), exit_code=1) from None
     except AgentCompassError as exc:
         raise CLIError(str(exc), exit_code=1) from None
+    except Exception as exc:
+        # A bug (ours or a plugin's) still gets one line; the traceback is there for whoever asks for it.
+        if os.environ.get(DEBUG_ENV):
+            raise
+        raise CLIError(
+            f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 to see the traceback)", exit_code=1
+        ) from None
 
 
 def parse_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
