@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 import attrs
@@ -55,7 +55,3 @@ class Redactor:
     ) -> MutableMapping[str, Any]:
         """A structlog processor masking secrets in every field of an event."""
         return self.data(event_dict) if self._secrets else event_dict
-
-
-def secrets_from_environment(names: Iterable[str], environ: dict[str, str]) -> list[str]:
-    return [environ[n] for n in names if environ.get(n)]

@@ -56,7 +56,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
-def _construct(kind: str, name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> Any:
+def construct_plugin(kind: str, name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> Any:
     try:
         return factory(**options)
     except AgentCompassError:
@@ -80,12 +80,12 @@ class Resolved:
 
 def resolve(host: PluginHost, req: RunRequest) -> Resolved:
     """Look up and construct the request's plugins; any mismatch is a UsageError before work starts."""
-    benchmark = _construct(
+    benchmark = construct_plugin(
         "benchmark", req.benchmark, host.factory("benchmark", req.benchmark), req.benchmark_args
     )
     if not isinstance(benchmark, BaseBenchmark):
         raise UsageError(f"benchmark {req.benchmark!r} is not a BaseBenchmark (plugin bug)")
-    harness_obj = _construct("harness", req.harness, host.factory("harness", req.harness), req.harness_args)
+    harness_obj = construct_plugin("harness", req.harness, host.factory("harness", req.harness), req.harness_args)
     harness: BaseHarness | None = harness_obj
     if req.harness == NO_HARNESS:
         if not isinstance(benchmark, HarnessFreeBenchmark):
@@ -98,7 +98,7 @@ def resolve(host: PluginHost, req: RunRequest) -> Resolved:
     else:
         harness_obj.check_compatible(benchmark)
         harness_obj.bind(benchmark)
-    provider = _construct(
+    provider = construct_plugin(
         "environment", req.environment, host.factory("environment", req.environment), req.environment_args
     )
     contract = benchmark.metric_contract

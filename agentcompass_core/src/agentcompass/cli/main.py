@@ -215,13 +215,13 @@ def tasks_list(ctx: click.Context, benchmark: str, benchmark_arg: tuple[str, ...
     """List the tasks of BENCHMARK."""
     import asyncio
 
-    from agentcompass.runner import _construct, load_tasks
+    from agentcompass.runner import construct_plugin, load_tasks
     from agentcompass.runtime.types import RunRequest
 
     host = plugin_host(ctx)
     args = parse_pairs(benchmark_arg, "--benchmark-arg")
     with cli_errors():
-        bench = _construct("benchmark", benchmark, host.factory("benchmark", benchmark), args)
+        bench = construct_plugin("benchmark", benchmark, host.factory("benchmark", benchmark), args)
         req = RunRequest(benchmark=benchmark, harness="", model="", benchmark_args=args)
         tasks = asyncio.run(load_tasks(bench, req))
     if as_json:

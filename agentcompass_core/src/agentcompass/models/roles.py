@@ -139,10 +139,6 @@ class GatewayModelAccess(ModelAccess):
         return dict(self.clients), endpoints, lambda: self.gateway.revoke(token)
 
 
-def describe_models(req: RunRequest) -> dict[str, Any]:
-    return {role: {"model": spec} for role, spec in role_models(req).items()}
-
-
 def spent_usd(results: Any) -> float:
     """The summed model cost recorded in finished results (to carry a ``--max-cost`` budget over a resume)."""
     total = 0.0
