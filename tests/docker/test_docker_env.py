@@ -293,10 +293,18 @@ async def test_labels_and_nothing_left_after_close(provider, run_id) -> None:
     results = await asyncio.gather(*(s.exec(["echo", s.task_id]) for s in sessions))
     assert [r.stdout for r in results] == ["task/0\n", "task/1\n", "task/2\n"]
     await asyncio.gather(*(provider.close(s) for s in sessions))
+    await provider.drain()  # removal runs in the background after close
     assert run_containers(run_id) == []
     await provider.close(sessions[0])  # idempotent
     with pytest.raises(InfrastructureError):
         await sessions[0].exec(["true"])
+
+
+async def test_close_can_wait_for_removal(make_provider, run_id) -> None:
+    strict = await make_provider(removal_backlog="0")
+    session = await strict.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="strict", base_env={})
+    await strict.close(session)
+    assert run_containers(run_id) == []
 
 
 async def test_prune_removes_leftovers(make_provider, run_id) -> None:

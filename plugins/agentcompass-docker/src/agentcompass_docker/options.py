@@ -41,6 +41,9 @@ class DockerOptions:
     #: Small writes are batched into the session's next docker call, or sent after this many seconds.
     #: 0 writes every file at once.
     write_delay: float = 0.05
+    #: Containers whose removal may still be running when ``close`` returns (removal goes on in the
+    #: background, off the task's path; teardown waits for all of it). 0: close waits for every removal.
+    removal_backlog: int = 8
     #: Bounds, in seconds, on the engine's work.
     start_timeout: float = 120.0
     close_timeout: float = 60.0

@@ -822,12 +822,22 @@ class DockerProvider(EnvironmentProvider):
                 session._close_future = asyncio.wrap_future(self._submit(self._remove_quietly, session.container_id))
                 self._closing.add(session._close_future)
                 session._close_future.add_done_callback(self._closing.discard)
+                if len(self._closing) <= self.options.removal_backlog:
+                    # The container is stopped for good (the session refuses further use); its removal goes on
+                    # in the background, and teardown (on every path, Ctrl-C included) waits for it.
+                    self._sessions.pop(session.container_id, None)
+                    return
         try:
             await asyncio.wait_for(asyncio.shield(session._close_future), self.options.close_timeout)
         except TimeoutError:
             log.warning("removing container %s took longer than %.0f s", session.name, self.options.close_timeout)
         finally:
             self._sessions.pop(session.container_id, None)
+
+    async def drain(self) -> None:
+        """Wait until every removal started by ``close`` has finished."""
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=self.options.close_timeout)
 
     async def teardown(self) -> None:
         with contextlib.suppress(Exception):
