@@ -71,8 +71,8 @@ OUTPUT_GRACE = 0.5
 
 
 class LocalSession(EnvironmentSession):
-    def __init__(self, root: Path, base_env: Mapping[str, str]) -> None:
-        self.root = root.resolve()
+    def __init__(self, root: Path, base_env: Mapping[str, str], *, resolved: bool = False) -> None:
+        self.root = root if resolved else root.resolve()
         self.workdir = str(self.root)
         self.base_env = dict(base_env)
         self._groups: set[int] = set()
@@ -189,7 +189,7 @@ class LocalProvider(EnvironmentProvider):
     async def setup(self, specs: Iterable[EnvironmentSpec], *, run_id: str) -> None:
         base = self.root or Path(tempfile.gettempdir())
         base.mkdir(parents=True, exist_ok=True)
-        self._run_root = Path(tempfile.mkdtemp(prefix=f"agentcompass-{run_id[:12]}-", dir=base))
+        self._run_root = Path(tempfile.mkdtemp(prefix=f"agentcompass-{run_id[:12]}-", dir=base)).resolve()
 
     async def open(
         self, spec: EnvironmentSpec, *, run_id: str, task_id: str, base_env: Mapping[str, str]
@@ -207,7 +207,7 @@ class LocalProvider(EnvironmentProvider):
         env.update(HOME=str(root), TMPDIR=str(root), PYTHONDONTWRITEBYTECODE="1")
         env.update(base_env)
         env.update(spec.env)
-        return LocalSession(root, env)
+        return LocalSession(root, env, resolved=True)  # made by mkdtemp under the resolved run root
 
     async def close(self, session: EnvironmentSession) -> None:
         if not isinstance(session, LocalSession):
@@ -216,9 +216,9 @@ class LocalProvider(EnvironmentProvider):
         if not self.keep:
             # Removal runs on a thread of its own and is not awaited: closing stays cheap however large the
             # directory, and teardown waits for every removal.
-            self._removals.add(asyncio.get_running_loop().run_in_executor(
-                self._remover, shutil.rmtree, session.root, True))
-            self._removals = {f for f in self._removals if not f.done()}
+            removal = asyncio.get_running_loop().run_in_executor(self._remover, shutil.rmtree, session.root, True)
+            self._removals.add(removal)
+            removal.add_done_callback(self._removals.discard)
 
     async def teardown(self) -> None:
         if self._removals:
