@@ -171,6 +171,12 @@ class LocalSession(EnvironmentSession):
             await asyncio.to_thread(shutil.copy2, source, target)
 
 
+def _make_run_root(base: Path, run_id: str) -> Path:
+    """A fresh directory for a run's working directories, as a resolved path (sessions rely on it)."""
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(os.path.realpath(tempfile.mkdtemp(prefix=f"agentcompass-{run_id[:12]}-", dir=base)))
+
+
 class LocalProvider(EnvironmentProvider):
     """Opens :class:`LocalSession`\\ s under ``root`` (default: the system's temp directory).
 
@@ -187,9 +193,7 @@ class LocalProvider(EnvironmentProvider):
         self._removals: set[asyncio.Future[None]] = set()
 
     async def setup(self, specs: Iterable[EnvironmentSpec], *, run_id: str) -> None:
-        base = self.root or Path(tempfile.gettempdir())
-        base.mkdir(parents=True, exist_ok=True)
-        self._run_root = Path(tempfile.mkdtemp(prefix=f"agentcompass-{run_id[:12]}-", dir=base)).resolve()
+        self._run_root = _make_run_root(self.root or Path(tempfile.gettempdir()), run_id)
 
     async def open(
         self, spec: EnvironmentSpec, *, run_id: str, task_id: str, base_env: Mapping[str, str]
