@@ -157,6 +157,14 @@ async def _within(seconds: float | None, awaitable: Awaitable[T]) -> T:
         return await awaitable
 
 
+def _failure(what: str, exc: Exception, seconds: float | None) -> tuple[str, bool]:
+    """The error message of a phase that raised, and whether the attempt is worth a retry: timeouts and
+    infrastructure failures are; a plugin's own bug is not."""
+    if isinstance(exc, TimeoutError):
+        return f"{what} timed out after {seconds}s", True
+    return f"{what} failed: {describe(exc)}", isinstance(exc, InfrastructureError)
+
+
 def _check_result(value: Any, task: TaskSpec, phase: str) -> RunResult:
     if not isinstance(value, RunResult):
         raise TypeError(f"{phase} returned {type(value).__name__}, not a RunResult")
@@ -298,15 +306,9 @@ class TaskAttempt:
             prepared = await _within(timeouts.get("prepare"), bench.prepare_task(task, req, plan, env))
             if not isinstance(prepared, PreparedTask):
                 raise TypeError(f"prepare_task returned {type(prepared).__name__}, not a PreparedTask")
-        except TimeoutError:
-            raise _PhaseFailed(
-                TaskStatus.PREPARE_ERROR, f"prepare_task timed out after {timeouts.get('prepare')}s", True
-            ) from None
         except Exception as exc:
-            raise _PhaseFailed(
-                TaskStatus.PREPARE_ERROR, f"prepare_task failed: {describe(exc)}",
-                isinstance(exc, InfrastructureError),
-            ) from None
+            message, retry = _failure("prepare_task", exc, timeouts.get("prepare"))
+            raise _PhaseFailed(TaskStatus.PREPARE_ERROR, message, retry) from None
         self._timed("prepare", t0)
 
         # RUNNING: the harness, or the benchmark's own loop.
@@ -348,10 +350,7 @@ class TaskAttempt:
             )
             result = self._keep_error(result, collected)
         except Exception as exc:
-            if isinstance(exc, TimeoutError):
-                message, retry = f"collect_artifacts timed out after {timeouts.get('collect')}s", True
-            else:
-                message, retry = f"collect_artifacts failed: {describe(exc)}", isinstance(exc, InfrastructureError)
+            message, retry = _failure("collect_artifacts", exc, timeouts.get("collect"))
             if result.status is TaskStatus.COMPLETED:  # an earlier error stands, and decides on retrying
                 retryable = retry
                 result = self._error(TaskStatus.RUN_ERROR, message, "collect", base=result)
@@ -378,12 +377,10 @@ class TaskAttempt:
             )
             result = self._keep_error(result, evaluated)
         except Exception as exc:
-            if isinstance(exc, TimeoutError):
-                message, retry = f"evaluate timed out after {timeouts.get('evaluate')}s", True
-            elif mode == "fresh" and eval_env is None:
+            if mode == "fresh" and eval_env is None and not isinstance(exc, TimeoutError):
                 message, retry = f"evaluation environment failed to start: {describe(exc)}", True
             else:
-                message, retry = f"evaluate failed: {describe(exc)}", isinstance(exc, InfrastructureError)
+                message, retry = _failure("evaluate", exc, timeouts.get("evaluate"))
             if result.status is TaskStatus.COMPLETED:
                 retryable = retry
                 result = self._error(TaskStatus.EVAL_ERROR, message, "evaluate", base=result)
