@@ -32,6 +32,14 @@ class ResultsError(AgentCompassError):
     """A run directory is missing, damaged or belongs to another run."""
 
 
+def describe(exc: BaseException) -> str:
+    """One line naming an exception: ``"TypeError: message"`` (the first line of a multi-line message), or the
+    type's name alone when the message is empty. The one formatter for errors shown to users."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> UsageError:
     """An error for an unknown plugin name that lists what exists and suggests close matches."""
     names = sorted(known)

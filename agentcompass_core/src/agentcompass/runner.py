@@ -288,7 +288,18 @@ class Runner:
         from agentcompass.models.gateway import ModelGateway
         from agentcompass.models.roles import GatewayModelAccess
 
+        from agentcompass.runtime.logs import bound_run_logger
+
         log = make_run_logger(store.stream(LOGS), store.redactor, run_id=req.run_id)
+        with bound_run_logger(log):
+            return await self._execute_logged(req, resolved, tasks, todo, specs, finished, first_attempt,
+                                              clients, store, log)
+
+    async def _execute_logged(self, req, resolved, tasks, todo, specs, finished, first_attempt, clients, store,
+                              log):  # type: ignore[no-untyped-def]
+        from agentcompass.models.gateway import ModelGateway
+        from agentcompass.models.roles import GatewayModelAccess
+
         provider = resolved.provider
         started_at = time.time()
         gateway = ModelGateway(model_ids(req))

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from agentcompass.runtime.types import EnvironmentSpec, ExecResult
 
+#: Bytes of stdout, and of stderr, an ``exec`` keeps; output past it is dropped with a note at the end.
+OUTPUT_LIMIT = 8 * 1024 * 1024
+
 
 class EnvironmentSession(abc.ABC):
     """A live environment for one task attempt.
