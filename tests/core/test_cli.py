@@ -6,6 +6,7 @@ import json
 
 import pytest
 from agentcompass.cli.main import cli
+from agentcompass.exit_codes import ExitCode
 from click.testing import CliRunner
 
 from tests.conftest import run_cli_subprocess
@@ -54,7 +55,7 @@ def test_usage_errors_are_one_line_with_exit_status_2(host, tmp_path, args, expe
 )
 def test_a_plugin_bug_before_the_run_is_one_line_not_a_traceback(host, tmp_path, where, expected):
     result = invoke(host, "run", "broken", "nop", "mock", "-b", f"where={where}", "-o", str(tmp_path / "r"))
-    assert result.exit_code == 1
+    assert result.exit_code == ExitCode.SETUP
     assert result.stderr.strip() == f"Error: {expected}"
     assert not (tmp_path / "r").exists()
 

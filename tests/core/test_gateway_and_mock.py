@@ -7,6 +7,7 @@ import json
 import aiohttp
 import pytest
 from agentcompass.builtin.mock_model import MockModel
+from agentcompass.errors import UsageError
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
 
@@ -116,5 +117,7 @@ async def test_mock_latency_is_simulated():
     started = time.perf_counter()
     await model.chat([{"role": "user", "content": "x"}])
     assert time.perf_counter() - started >= 0.2
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="latency must be 0 or more"):
         MockModel(latency="-1")
+    with pytest.raises(UsageError, match="no option 'foo'"):
+        MockModel(foo="1")

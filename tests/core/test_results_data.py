@@ -44,27 +44,26 @@ def test_run_result_json_round_trip(result):
 @given(st.lists(results, max_size=30))
 def test_aggregation_counts_errors_as_zero_and_reports_both_means(rs):
     contract = make_metric_contract(primary="score", scalar=("score", "f1"))
-    agg = aggregate(contract, rs)
-    overall = agg["overall"]
-    assert overall["n_tasks"] == len(rs)
-    assert sum(overall["status_counts"].values()) == len(rs)
+    overall, metrics = aggregate(contract, rs)
+    assert overall.n_tasks == len(rs)
+    assert sum(overall.status_counts.values()) == len(rs)
     completed = [r for r in rs if r.status is TaskStatus.COMPLETED]
     for name in ("score", "f1"):
-        m = overall["metrics"][name]
+        m = metrics.overall[name]
         total = sum(r.metrics.get(name, 0.0) for r in completed)
-        assert m["n"] == len(rs) and m["n_completed"] == len(completed) and m["n_errored"] == len(rs) - len(completed)
-        assert m["n_missing"] == sum(name not in r.metrics for r in completed)
+        assert m.n == len(rs) and m.n_completed == len(completed) and m.n_errored == len(rs) - len(completed)
+        assert m.n_missing == sum(name not in r.metrics for r in completed)
         if rs:
-            assert math.isclose(m["mean"], total / len(rs), abs_tol=1e-12)
-            assert m["mean"] <= (m["mean_completed"] or 0.0) + 1e-12
+            assert math.isclose(m.mean, total / len(rs), abs_tol=1e-12)
+            assert m.mean <= (m.mean_completed or 0.0) + 1e-12
         else:
-            assert m["mean"] is None
+            assert m.mean is None
         if completed:
-            assert math.isclose(m["mean_completed"], total / len(completed), abs_tol=1e-12)
+            assert math.isclose(m.mean_completed, total / len(completed), abs_tol=1e-12)
         else:
-            assert m["mean_completed"] is None
+            assert m.mean_completed is None
     # Every task with a category is counted in exactly one category group.
-    assert sum(g["n_tasks"] for g in agg["by_category"].values()) == sum(r.category is not None for r in rs)
+    assert sum(g.n_tasks for g in metrics.by_category.values()) == sum(r.category is not None for r in rs)
 
 
 secret_text = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), min_size=6, max_size=40)

@@ -13,8 +13,10 @@ import pytest
 from agentcompass import hookimpl
 from agentcompass.runner import Runner
 from agentcompass.runtime import RunRequest
+from agentcompass.runtime.records import TaskEvent
 
 from tests.conftest import ROOT, run_cli_subprocess
+from tests.support.testing_plugin import CountingProvider
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -93,40 +95,33 @@ async def test_evaluation_modes(host, tmp_path, mode):
     req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"mode": mode})
     outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
     # even tasks score 1, odd 0; the benchmark asserts what each mode must (not) see.
-    assert outcome.summary["status_counts"] == {"COMPLETED": 4}
-    assert outcome.summary["metrics"]["overall"]["score"]["mean"] == 0.5
-    assert outcome.summary["metrics"]["by_category"]["even"]["metrics"]["score"]["mean"] == 1.0
+    assert outcome.summary.status_counts == {"COMPLETED": 4}
+    assert outcome.summary.metrics.overall["score"].mean == 0.5
+    assert outcome.summary.metrics.by_category["even"].metrics["score"].mean == 1.0
     assert (tmp_path / "r" / "artifacts" / "t0" / "attempt-1" / "answer.txt").read_text() == "TASK T0"
 
 
 async def test_max_environments_bounds_live_environments(host, tmp_path):
-    live, peak = 0, 0
+    CountingProvider.instances.clear()
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", concurrency=8,
+                     max_environments=2, benchmark_args={"n": "8", "sleep": "0.1"})
+    outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
+    assert outcome.summary.status_counts == {"COMPLETED": 8}
+    provider = CountingProvider.instances[-1]
+    assert provider.opened == provider.closed == 8
+    assert provider.peak == 2  # eight tasks in flight, never more than two live environments
 
-    class Watcher:
-        @hookimpl
-        def agentcompass_task_event(self, event):
-            nonlocal live, peak
-            if event["event"] == "task.phase" and event["phase"] == "PREPARING":
-                live += 1
-                peak = max(peak, live)
-            if event["event"] == "task.phase" and event["phase"] == "FINISHED":
-                live -= 1
 
-    host.add_plugin(Watcher(), "watcher")
-    try:
-        req = RunRequest(benchmark="scripted", harness="none", model="mock", concurrency=8, max_environments=2,
-                         benchmark_args={"n": "8", "sleep": "0.1"})
-        outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
-    finally:
-        host.remove_plugin("watcher")
-    assert outcome.summary["status_counts"] == {"COMPLETED": 8}
-    assert peak == 8  # all tasks start (concurrency 8) ...
-    # ... but at most two environments lived at once: the run took four sleeps of 0.1 s, not one.
-    assert outcome.summary["duration_s"] >= 0.4
+async def test_without_a_bound_concurrency_decides_live_environments(host, tmp_path):
+    CountingProvider.instances.clear()
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", concurrency=4,
+                     benchmark_args={"n": "8", "sleep": "0.1"})
+    await Runner(host, req, run_dir=tmp_path / "r").run()
+    assert CountingProvider.instances[-1].peak == 4
 
 
 async def test_observers_see_every_transition_and_a_broken_observer_changes_nothing(host, tmp_path):
-    events: list[dict] = []
+    events: list[TaskEvent | dict] = []
 
     class Recorder:
         @hookimpl
@@ -135,7 +130,7 @@ async def test_observers_see_every_transition_and_a_broken_observer_changes_noth
 
         @hookimpl
         def agentcompass_task_event(self, event):
-            events.append(dict(event))
+            events.append(event)
 
         @hookimpl
         def agentcompass_run_finished(self, run_id, summary):
@@ -154,13 +149,49 @@ async def test_observers_see_every_transition_and_a_broken_observer_changes_noth
     finally:
         host.remove_plugin("recorder")
         host.remove_plugin("broken")
-    assert outcome.summary["status_counts"] == {"COMPLETED": 2}
-    phases = [e["phase"] for e in events if e["event"] == "task.phase" and e["task_id"] == "t0"]
+    assert outcome.summary.status_counts == {"COMPLETED": 2}
+    task_events = [e for e in events if isinstance(e, TaskEvent)]
+    phases = [e.phase for e in task_events if e.event == "task.phase" and e.task_id == "t0"]
     assert phases == ["PREPARING", "RUNNING", "COLLECTING", "EVALUATING", "FINISHED"]
     assert events[0]["event"] == "run.started" and events[-1]["event"] == "run.finished"
-    assert [e["task_id"] for e in events if e["event"] == "task.finished"].count("t0") == 1
+    assert events[-1]["summary"] == outcome.summary
+    finished = [e for e in task_events if e.event == "task.finished"]
+    assert sorted(e.task_id for e in finished) == ["t0", "t1"] and all(e.status == "COMPLETED" for e in finished)
     logs = (tmp_path / "r" / "logs.jsonl").read_text()
-    assert "plugin.observer_failed" in logs
+    assert "plugin.observer_failed" in logs and "observer bug" in logs
+
+
+async def test_observers_are_called_through_pluggy_ordering_and_wrappers_hold(host, tmp_path):
+    order: list[str] = []
+
+    class Plain:
+        @hookimpl
+        def agentcompass_run_finished(self, run_id, summary):
+            order.append("plain")
+
+    class First:
+        @hookimpl(tryfirst=True)
+        def agentcompass_run_finished(self, run_id, summary):
+            order.append("first")
+
+    class Around:
+        @hookimpl(wrapper=True)
+        def agentcompass_run_finished(self, run_id, summary):
+            order.append("before")
+            result = yield
+            order.append("after")
+            return result
+
+    # Registered in the order that would put "first" last if markers were ignored.
+    for plugin, name in ((Plain(), "plain"), (First(), "first"), (Around(), "around")):
+        assert host.add_plugin(plugin, name).error is None
+    try:
+        req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "1"})
+        await Runner(host, req, run_dir=tmp_path / "r").run()
+    finally:
+        for name in ("plain", "first", "around"):
+            host.remove_plugin(name)
+    assert order == ["before", "first", "plain", "after"]
 
 
 async def test_model_calls_are_metered_into_trajectory_and_summary(host, tmp_path):
@@ -168,7 +199,7 @@ async def test_model_calls_are_metered_into_trajectory_and_summary(host, tmp_pat
     outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
     calls = read_jsonl(tmp_path / "r" / "trajectories.jsonl")
     assert len(calls) == 9 and {c["via"] for c in calls} == {"client"}
-    assert outcome.summary["usage"]["agent"]["calls"] == 9
+    assert outcome.summary.usage["agent"].calls == 9
     final = read_jsonl(tmp_path / "r" / "results.jsonl")
     assert all(r["usage"]["models"]["agent"]["calls"] == 3 for r in final)
 

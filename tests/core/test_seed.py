@@ -27,9 +27,9 @@ async def test_seed_benchmark_runs_through_the_runtime(host, tmp_path):
     assert results["hang"]["status"] == "RUN_ERROR"  # the exec timeout of 3 s fired
     assert results["hang"]["timings"]["run"] < 30
     summary = outcome.summary
-    assert summary["status_counts"] == {"COMPLETED": 2, "RUN_ERROR": 2}
-    assert summary["metrics"]["overall"]["score"]["mean"] == 0.25  # errors count as 0
-    assert summary["metrics"]["overall"]["score"]["mean_completed"] == 0.5
+    assert summary.status_counts == {"COMPLETED": 2, "RUN_ERROR": 2}
+    assert summary.metrics.overall["score"].mean == 0.25  # errors count as 0
+    assert summary.metrics.overall["score"].mean_completed == 0.5
     assert outcome.exit_code == 1
     # The upstream runner's model call went through the gateway and is in the trajectory.
     calls = [json.loads(line) for line in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]

@@ -50,14 +50,14 @@ def test_example_interactive_end_to_end_openai_via_gateway(server: FakeModelServ
                 "--json"], env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": API_KEY})
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    assert summary["status_counts"] == {"COMPLETED": 11}
+    assert summary.status_counts == {"COMPLETED": 11}
     results = {r["task_id"]: r["metrics"]["score"] for r in read_jsonl(out / "results.jsonl")}
     assert results == EXPECTED_SCORES
     calls = read_jsonl(out / "trajectories.jsonl")
     assert calls and all(c["via"] == "gateway" and c["role"] == "agent" for c in calls)
     assert any(c["response"].get("tool_calls") for c in calls)
     assert all(c["prompt_tokens"] > 0 and c["latency_s"] > 0 for c in calls)
-    assert summary["usage"]["agent"]["calls"] == len(calls)
+    assert summary.usage["agent"].calls == len(calls)
     # The real key reached the server (host side) on every call, and is nowhere in the run directory.
     assert server.requests and all(r["key"] == API_KEY for r in server.requests)
     assert API_KEY not in all_text(out) and API_KEY not in proc.stdout + proc.stderr
@@ -73,24 +73,24 @@ def test_bad_key_stops_the_run_early_and_resume_finishes(server: FakeModelServer
     outcome = run(probe(server, benchmark_args={"n_tasks": "30"}), out)
     summary = outcome.summary
     assert outcome.exit_code == 1
-    assert "authentication failed (HTTP 401)" in summary["stopped_reason"]
-    assert "$TEST_MODEL_KEY" in summary["stopped_reason"]
-    assert summary["n_finished"] <= 4, summary  # at most the tasks in flight when the key was rejected
+    assert "authentication failed (HTTP 401)" in summary.stopped_reason
+    assert "$TEST_MODEL_KEY" in summary.stopped_reason
+    assert summary.n_finished <= 4, summary  # at most the tasks in flight when the key was rejected
     results = read_jsonl(out / "results.jsonl")
     assert results and all(r["status"] == "RUN_ERROR" for r in results)
     assert all("authentication failed" in r["error"] for r in results)
-    assert summary["status_counts"]["CANCELLED"] == 30 - summary["n_finished"]
+    assert summary.status_counts["CANCELLED"] == 30 - summary.n_finished
     assert len(server.requests) <= 4
     assert wrong not in all_text(out)
     # Fix the key and resume: every task ends with exactly one final record.
     monkeypatch.setenv("TEST_MODEL_KEY", API_KEY)
     again = run(RunRequest(benchmark="", harness="", model="", concurrency=4), out, resume=True)
-    assert again.summary["stopped_reason"] is None and again.exit_code == 1  # the first failures stay
+    assert again.summary.stopped_reason is None and again.exit_code == 1  # the first failures stay
     final: dict[str, list[str]] = {}
     for r in read_jsonl(out / "results.jsonl"):
         final.setdefault(r["task_id"], []).append(r["status"])
     assert len(final) == 30 and all(len(v) == 1 for v in final.values())
-    assert sum(v == ["COMPLETED"] for v in final.values()) == 30 - summary["n_finished"]
+    assert sum(v == ["COMPLETED"] for v in final.values()) == 30 - summary.n_finished
 
 
 def test_missing_role_is_a_usage_error_before_the_run(server: FakeModelServer, tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_roles_metered_per_role_with_cost(server: FakeModelServer, tmp_path: Pat
                 role_models={"user": "mock", "judge": f"openai-compatible/{MODEL}"}, prices=str(prices))
     outcome = run(req, tmp_path / "run")
     assert outcome.exit_code == 0
-    usage = outcome.summary["usage"]
+    usage = outcome.summary.usage
     assert usage["agent"]["calls"] == 6 and usage["user"]["calls"] == 3 and usage["judge"]["calls"] == 3
     expected = (usage["agent"]["prompt_tokens"] * 1.0 + usage["agent"]["completion_tokens"] * 2.0) / 1e6
     assert usage["agent"]["cost_usd"] == pytest.approx(expected)
@@ -183,8 +183,8 @@ def test_max_tokens_per_task_in_process(server: FakeModelServer, tmp_path: Path,
     monkeypatch.setenv("TEST_MODEL_KEY", API_KEY)
     outcome = run(probe(server, max_tokens_per_task=5, benchmark_args={"n_tasks": "3", "calls": "4"}),
                   tmp_path / "r")
-    assert outcome.summary["status_counts"] == {"LIMIT_REACHED": 3}
-    assert outcome.exit_code == 1 and outcome.summary["stopped_reason"] is None
+    assert outcome.summary.status_counts == {"LIMIT_REACHED": 3}
+    assert outcome.exit_code == 1 and outcome.summary.stopped_reason is None
     for r in read_jsonl(tmp_path / "r" / "results.jsonl"):
         assert r["error"].startswith("limit reached: max_tokens_per_task=5 (used ")
         assert r["error_phase"] == "run" and r["metrics"] == {}
@@ -215,13 +215,13 @@ def test_max_cost_stops_scheduling_and_resume_continues(server: FakeModelServer,
     outcome = run(probe(server, prices=str(prices), max_cost=0.05, concurrency=1,
                         benchmark_args={"n_tasks": "20", "calls": "2"}), out)
     summary = outcome.summary
-    assert summary["stopped_reason"].startswith("limit reached: max_cost=0.05 USD")
+    assert summary.stopped_reason.startswith("limit reached: max_cost=0.05 USD")
     assert outcome.exit_code == 1
-    assert 1 <= summary["n_finished"] < 20
-    assert summary["status_counts"].get("CANCELLED") == 20 - summary["n_finished"]
-    assert summary["usage"]["agent"]["cost_usd"] >= 0.05 or summary["status_counts"].get("LIMIT_REACHED")
+    assert 1 <= summary.n_finished < 20
+    assert summary.status_counts.get("CANCELLED") == 20 - summary.n_finished
+    assert summary.usage["agent"].cost_usd >= 0.05 or summary.status_counts.get("LIMIT_REACHED")
     again = run(RunRequest(benchmark="", harness="", model="", max_cost=100.0, concurrency=4), out, resume=True)
-    assert again.summary["stopped_reason"] is None and again.summary["n_finished"] == 20
+    assert again.summary.stopped_reason is None and again.summary.n_finished == 20
 
 
 def test_max_cost_needs_a_price(server: FakeModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -180,6 +180,8 @@ class CountingProvider(LocalProvider):
         self.opened = 0
         self.closed = 0
         self.open_sessions: set[Any] = set()
+        #: The most sessions that were open at once.
+        self.peak = 0
 
     async def open(self, spec, *, run_id, task_id, base_env):  # type: ignore[no-untyped-def]
         if self.fail_opens > 0:
@@ -188,6 +190,7 @@ class CountingProvider(LocalProvider):
         session = await super().open(spec, run_id=run_id, task_id=task_id, base_env=base_env)
         self.opened += 1
         self.open_sessions.add(session)
+        self.peak = max(self.peak, len(self.open_sessions))
         return session
 
     async def close(self, session):  # type: ignore[no-untyped-def]

@@ -23,9 +23,18 @@ class InfrastructureError(AgentCompassError):
     """A failure of the machinery around a task (environment start, engine hiccup), worth a retry."""
 
 
-class EnvironmentUnavailable(AgentCompassError):
+class SetupError(AgentCompassError):
+    """The run cannot be set up on this machine (an unwritable run directory, a missing engine). Raised before
+    any task starts; nothing was run."""
+
+
+class EnvironmentUnavailable(SetupError):
     """An environment kind cannot be used at all on this machine (e.g. no Docker engine). Stops the run
     before any task."""
+
+
+class RunInterrupted(AgentCompassError):
+    """The run was interrupted (Ctrl-C, SIGTERM) before it had recorded anything."""
 
 
 class ResultsError(AgentCompassError):

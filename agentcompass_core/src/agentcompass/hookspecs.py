@@ -2,16 +2,20 @@
 
 Registration hooks follow one pattern: the hook receives a ``register(name, factory)`` callback and calls it
 once per thing it provides. Names are unique across all plugins; registering a name another plugin already
-registered is a load error of the second plugin, naming both.
+registered is a load error of the second plugin, naming both. Each plugin's registration hooks are called
+through pluggy for that plugin alone (``subset_hook_caller``), so ``tryfirst``/``trylast`` and wrappers hold
+and one plugin's failure is recorded against it, never against the others.
 
-Observer hooks are called for every implementation (none is ``firstresult``); an observer that raises is
-logged and ignored, so a broken reporter never breaks a run.
+Observer hooks are called through pluggy for every implementation (none is ``firstresult``), so ordering
+markers and ``wrapper=True`` implementations work as in any pluggy project. An observer that raises is
+logged (``plugin.observer_failed`` in ``logs.jsonl``) and the other observers still run: a broken reporter
+never breaks a run. Observers are called on the run's event loop: keep them quick, and never block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -19,6 +23,12 @@ PROJECT_NAME = "agentcompass"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+if TYPE_CHECKING:
+    import click
+
+    from agentcompass.runtime.records import RunSummary, TaskEvent
+    from agentcompass.runtime.types import RunRequest
 
 Register = Callable[[str, Callable[..., Any]], None]
 
@@ -77,31 +87,56 @@ def register_models(register: Register) -> None:
 
 
 @hookspec
-def agentcompass_run_started(run_id: str, request: Any, run_dir: str) -> None:
-    """Observer: a run is about to schedule its first task.
+def register_executors(register: Register) -> None:
+    """Register executors: where a run's attempts run (``--executor NAME``; the default is ``local``).
+
+    :param register: call ``register(name, factory)`` per executor; ``factory(**options)`` (``options`` from
+        ``--executor-arg key=value``) returns an :class:`~agentcompass.runtime.executor.Executor`.
+    :return: nothing; results are ignored.
+    """
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add commands to the ``agentcompass`` command line.
+
+    Called once when the command line starts, for each plugin on its own: a plugin whose hook raises is
+    reported by ``agentcompass plugins list`` and its commands are left out; the others keep theirs.
+
+    :param cli: the top-level click group; call ``cli.add_command(command)`` or decorate with ``@cli.command()``.
+        A command name that is already taken is a load error of the plugin. Keep imports inside the command
+        functions, so that every start of ``agentcompass`` stays fast.
+    :return: nothing; results are ignored.
+    """
+
+
+@hookspec
+def agentcompass_run_started(run_id: str, request: RunRequest, run_dir: str) -> None:
+    """Observer: a run is about to schedule its first attempt.
 
     :param run_id: the run's id.
-    :param request: the :class:`~agentcompass.runtime.RunRequest`.
+    :param request: the run's :class:`~agentcompass.runtime.RunRequest` (resolved: a resumed run's own).
     :param run_dir: the run directory.
     :return: nothing.
     """
 
 
 @hookspec
-def agentcompass_task_event(event: Mapping[str, Any]) -> None:
-    """Observer: a task attempt changed phase, or finished.
+def agentcompass_task_event(event: TaskEvent) -> None:
+    """Observer: a task attempt changed phase, was retried, or the task finished.
 
-    :param event: ``{"event": "task.phase" | "task.finished" | "task.retry", "run_id", "task_id",
-        "attempt", "phase", "previous", "status", "error"}``. Keys are stable.
+    :param event: a :class:`~agentcompass.runtime.records.TaskEvent`; ``event.event`` is ``"task.phase"``
+        (with ``phase`` and ``previous``), ``"task.retry"`` (with ``status`` and ``error``) or
+        ``"task.finished"`` (with ``status``, ``error`` and ``metrics``).
     :return: nothing.
     """
 
 
 @hookspec
-def agentcompass_run_finished(run_id: str, summary: Mapping[str, Any]) -> None:
-    """Observer: a run ended (normally or interrupted) and ``summary.json`` is written.
+def agentcompass_run_finished(run_id: str, summary: RunSummary) -> None:
+    """Observer: a run ended (normally, stopped early or interrupted) and ``summary.json`` is written.
 
     :param run_id: the run's id.
-    :param summary: the content of ``summary.json``.
+    :param summary: the :class:`~agentcompass.runtime.records.RunSummary` that ``summary.json`` holds.
     :return: nothing.
     """

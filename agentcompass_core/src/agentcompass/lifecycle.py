@@ -17,28 +17,19 @@ import asyncio
 import enum
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 
-from agentcompass.errors import InfrastructureError
+from agentcompass.errors import InfrastructureError, describe
 from agentcompass.models.metering import MeteredModel, TaskMeter
-from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
-from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
-from agentcompass.runtime.harness import BaseHarness
-from agentcompass.runtime.models import ModelClient, ModelError
-from agentcompass.runtime.types import (
-    EnvironmentSpec,
-    ExecutionPlan,
-    ModelEndpoint,
-    PreparedTask,
-    RunRequest,
-    RunResult,
-    TaskSpec,
-    TaskStatus,
-)
+from agentcompass.runtime.benchmark import HarnessFreeBenchmark
+from agentcompass.runtime.environment import EnvironmentSession
+from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, ExecutionContext
+from agentcompass.runtime.models import ModelError
+from agentcompass.runtime.types import ExecutionPlan, PreparedTask, RunResult, TaskSpec, TaskStatus
 
 T = TypeVar("T")
 
@@ -105,51 +96,9 @@ class AttemptMachine:
 class _PhaseFailed(Exception):
     """Ends an attempt early with an error status."""
 
-    def __init__(self, status: TaskStatus, error: str, retryable: bool) -> None:
-        super().__init__(error)
-        self.status, self.error, self.retryable = status, error, retryable
-
-
-def describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-@attrs.define
-class AttemptOutcome:
-    result: RunResult
-    retryable: bool
-    meter: TaskMeter
-
-
-class ModelAccess:
-    """Issues a task attempt its model clients (in-process) and endpoints (through the gateway)."""
-
-    def grant(self, meter: TaskMeter) -> tuple[dict[str, ModelClient], dict[str, ModelEndpoint], Callable[[], None]]:
-        return {}, {}, lambda: None
-
-    @property
-    def stop_reason(self) -> str | None:
-        """Why no further task should start (a spent budget, rejected credentials), or None."""
-        return None
-
-
-@attrs.define
-class AttemptContext:
-    """Everything one attempt needs from its run."""
-
-    run_id: str
-    request: RunRequest
-    benchmark: BaseBenchmark
-    harness: BaseHarness | None  # None: the benchmark drives its own loop (harness `none`)
-    provider: EnvironmentProvider
-    artifacts_root: Callable[[str, int], Path]
-    models: ModelAccess = attrs.field(factory=ModelAccess)
-    gateway_env: Mapping[str, str] = attrs.field(factory=dict)
-    timeouts: Mapping[str, float | None] = attrs.field(factory=lambda: dict(DEFAULT_TIMEOUTS))
-    environment_slots: asyncio.Semaphore | None = None
-    live_sessions: set[EnvironmentSession] = attrs.field(factory=set)
-    on_transition: Callable[[str, int, Phase, Phase], None] = lambda task_id, attempt, prev, new: None
+    def __init__(self, status: TaskStatus, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.status, self.error, self.retryable = status, failure.message, failure.retryable
 
 
 async def _within(seconds: float | None, awaitable: Awaitable[T]) -> T:
@@ -157,12 +106,22 @@ async def _within(seconds: float | None, awaitable: Awaitable[T]) -> T:
         return await awaitable
 
 
-def _failure(what: str, exc: Exception, seconds: float | None) -> tuple[str, bool]:
-    """The error message of a phase that raised, and whether the attempt is worth a retry: timeouts and
-    infrastructure failures are; a plugin's own bug is not."""
+@dataclass(frozen=True)
+class Failure:
+    """A phase that raised, classified: its message, and whether the attempt is worth a retry."""
+
+    message: str
+    retryable: bool
+
+
+def classify(what: str, exc: BaseException, seconds: float | None) -> Failure:
+    """The one classifier of phase failures. Timeouts and infrastructure failures are worth a retry; a model
+    error names the model call; anything else is the plugin's own failure, not retried."""
     if isinstance(exc, TimeoutError):
-        return f"{what} timed out after {seconds}s", True
-    return f"{what} failed: {describe(exc)}", isinstance(exc, InfrastructureError)
+        return Failure(f"{what} timed out after {seconds}s", True)
+    if isinstance(exc, ModelError):
+        return Failure(f"model call failed: {exc}", False)
+    return Failure(f"{what} failed: {describe(exc)}", isinstance(exc, InfrastructureError))
 
 
 def _check_result(value: Any, task: TaskSpec, phase: str) -> RunResult:
@@ -176,8 +135,10 @@ def _check_result(value: Any, task: TaskSpec, phase: str) -> RunResult:
 class TaskAttempt:
     """Runs one attempt of one task through the phases. Use :meth:`execute`."""
 
-    def __init__(self, ctx: AttemptContext, task: TaskSpec, attempt: int, spec: EnvironmentSpec) -> None:
-        self.ctx, self.task, self.attempt, self.spec = ctx, task, attempt, spec
+    def __init__(self, ctx: ExecutionContext, spec: AttemptSpec) -> None:
+        self.ctx, self.attempt_spec = ctx, spec
+        self.task, self.attempt, self.spec, self.timeouts = spec.task, spec.attempt, spec.environment, spec.timeouts
+        task, attempt = spec.task, spec.attempt
         self.machine = AttemptMachine(
             task.task_id, attempt, lambda prev, new: ctx.on_transition(task.task_id, attempt, prev, new)
         )
@@ -194,8 +155,10 @@ class TaskAttempt:
             await slots.acquire()
         try:
             session = await _within(
-                ctx.timeouts.get("environment"),
-                ctx.provider.open(self.spec, run_id=ctx.run_id, task_id=self.task.task_id, base_env=base_env),
+                self.timeouts.get("environment"),
+                ctx.provider.open(
+                    self.spec, run_id=self.attempt_spec.run_id, task_id=self.task.task_id, base_env=base_env
+                ),
             )
         except BaseException:
             if slots is not None:
@@ -212,7 +175,7 @@ class TaskAttempt:
         ctx = self.ctx
         try:
             # Shielded: a cancelled task still closes what it opened.
-            await asyncio.shield(_within(ctx.timeouts.get("close"), ctx.provider.close(session)))
+            await asyncio.shield(_within(self.timeouts.get("close"), ctx.provider.close(session)))
         except Exception:
             pass  # the runner's teardown removes whatever is left
         finally:
@@ -236,17 +199,17 @@ class TaskAttempt:
         metered = {role: MeteredModel(c, role, self.meter) for role, c in clients.items()}
         artifacts_dir = ctx.artifacts_root(task.task_id, self.attempt)
         plan = ExecutionPlan(
-            run_id=ctx.run_id,
+            run_id=self.attempt_spec.run_id,
             task_id=task.task_id,
             attempt=self.attempt,
             harness=ctx.request.harness,
             environment=ctx.request.environment,
             artifacts_dir=str(artifacts_dir),
-            timeouts=dict(ctx.timeouts),
+            timeouts=dict(self.timeouts),
             model_endpoints=endpoints,
             models=metered,
         )
-        base_env = dict(ctx.gateway_env)
+        base_env = dict(self.attempt_spec.gateway_env)
         if "agent" in endpoints:
             base_env.update(endpoints["agent"].env())
         result: RunResult
@@ -279,36 +242,28 @@ class TaskAttempt:
             timings={**result.timings, **self.timings},
             usage={**result.usage, **({"models": self.meter.totals()} if self.meter.calls else {})},
         )
-        return AttemptOutcome(result, retryable, self.meter)
+        return AttemptOutcome(result, retryable, tuple(c.to_json() for c in self.meter.calls))
 
     async def _phases(
         self, plan: ExecutionPlan, base_env: dict[str, str], artifacts_dir: Path
     ) -> tuple[RunResult, bool]:
         ctx, task, req, bench = self.ctx, self.task, self.ctx.request, self.ctx.benchmark
-        timeouts = ctx.timeouts
+        timeouts = self.timeouts
 
         # PREPARING: environment start and prepare_task.
         self.machine.advance(Phase.PREPARING)
         t0 = time.perf_counter()
         try:
             env = await self._open_environment(base_env)
-        except TimeoutError:
-            raise _PhaseFailed(
-                TaskStatus.PREPARE_ERROR,
-                f"environment did not start within {timeouts.get('environment')}s",
-                retryable=True,
-            ) from None
         except Exception as exc:
-            raise _PhaseFailed(
-                TaskStatus.PREPARE_ERROR, f"environment failed to start: {describe(exc)}", retryable=True
-            ) from None
+            raise _PhaseFailed(TaskStatus.PREPARE_ERROR, _environment_failure(exc, timeouts)) from None
         try:
             prepared = await _within(timeouts.get("prepare"), bench.prepare_task(task, req, plan, env))
             if not isinstance(prepared, PreparedTask):
                 raise TypeError(f"prepare_task returned {type(prepared).__name__}, not a PreparedTask")
         except Exception as exc:
-            message, retry = _failure("prepare_task", exc, timeouts.get("prepare"))
-            raise _PhaseFailed(TaskStatus.PREPARE_ERROR, message, retry) from None
+            failure = classify("prepare_task", exc, timeouts.get("prepare"))
+            raise _PhaseFailed(TaskStatus.PREPARE_ERROR, failure) from None
         self._timed("prepare", t0)
 
         # RUNNING: the harness, or the benchmark's own loop.
@@ -322,14 +277,10 @@ class TaskAttempt:
             else:
                 running = ctx.harness.run(task, prepared, req, plan, env)
             result = _check_result(await _within(timeouts.get("run"), running), task, "run")
-        except TimeoutError:
-            retryable = True
-            result = self._error(TaskStatus.RUN_ERROR, f"run timed out after {timeouts.get('run')}s", "run")
-        except ModelError as exc:
-            result = self._error(TaskStatus.RUN_ERROR, f"model call failed: {exc}", "run")
         except Exception as exc:
-            retryable = isinstance(exc, InfrastructureError)
-            result = self._error(TaskStatus.RUN_ERROR, describe(exc), "run")
+            failure = classify("run", exc, timeouts.get("run"))
+            retryable = failure.retryable
+            result = self._error(TaskStatus.RUN_ERROR, failure.message, "run")
         else:
             if result.status is not TaskStatus.COMPLETED and result.error_phase is None:
                 result = replace(result, error_phase="run")
@@ -350,10 +301,10 @@ class TaskAttempt:
             )
             result = self._keep_error(result, collected)
         except Exception as exc:
-            message, retry = _failure("collect_artifacts", exc, timeouts.get("collect"))
+            failure = classify("collect_artifacts", exc, timeouts.get("collect"))
             if result.status is TaskStatus.COMPLETED:  # an earlier error stands, and decides on retrying
-                retryable = retry
-                result = self._error(TaskStatus.RUN_ERROR, message, "collect", base=result)
+                retryable = failure.retryable
+                result = self._error(TaskStatus.RUN_ERROR, failure.message, "collect", base=result)
         self._timed("collect", t0)
 
         # EVALUATING, in no environment, the same one, or a fresh one holding the artifacts.
@@ -377,13 +328,13 @@ class TaskAttempt:
             )
             result = self._keep_error(result, evaluated)
         except Exception as exc:
-            if mode == "fresh" and eval_env is None and not isinstance(exc, TimeoutError):
-                message, retry = f"evaluation environment failed to start: {describe(exc)}", True
+            if mode == "fresh" and eval_env is None:
+                failure = _environment_failure(exc, timeouts, "evaluation environment")
             else:
-                message, retry = _failure("evaluate", exc, timeouts.get("evaluate"))
+                failure = classify("evaluate", exc, timeouts.get("evaluate"))
             if result.status is TaskStatus.COMPLETED:
-                retryable = retry
-                result = self._error(TaskStatus.EVAL_ERROR, message, "evaluate", base=result)
+                retryable = failure.retryable
+                result = self._error(TaskStatus.EVAL_ERROR, failure.message, "evaluate", base=result)
         self._timed("evaluate", t0)
         return result, retryable
 
@@ -407,6 +358,9 @@ class TaskAttempt:
         return replace(after, status=before.status, error=before.error, error_phase=before.error_phase)
 
 
-async def run_attempt(ctx: AttemptContext, task: TaskSpec, attempt: int, spec: EnvironmentSpec) -> AttemptOutcome:
-    """Run one attempt of ``task``; environments are closed on every path, cancellation included."""
-    return await TaskAttempt(ctx, task, attempt, spec).execute()
+def _environment_failure(exc: BaseException, timeouts: Mapping[str, float | None], what: str = "environment"
+                         ) -> Failure:
+    """An environment that did not start is the infrastructure's failure: always worth a retry."""
+    if isinstance(exc, TimeoutError):
+        return Failure(f"{what} did not start within {timeouts.get('environment')}s", True)
+    return Failure(f"{what} failed to start: {describe(exc)}", True)

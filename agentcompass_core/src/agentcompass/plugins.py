@@ -10,17 +10,21 @@ names; ``builtin`` is always loaded, since the runtime needs the ``none`` harnes
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
-import traceback
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
 from agentcompass import hookspecs
-from agentcompass.errors import PluginError, unknown_name
+from agentcompass.errors import PluginError, describe, unknown_name
+from agentcompass.runtime.logs import get_logger
+
+if TYPE_CHECKING:
+    import click
 
 ENTRY_POINT_GROUP = "agentcompass"
 LOAD_PLUGINS_ENV = "AGENTCOMPASS_LOAD_PLUGINS"
@@ -33,7 +37,11 @@ REGISTRATION_HOOKS: dict[str, str] = {
     "environment": "register_environments",
     "metric_contract": "register_metric_contracts",
     "model": "register_models",
+    "executor": "register_executors",
 }
+
+#: Observer hooks: called through pluggy; an implementation that raises is logged and skipped.
+OBSERVER_HOOKS = ("agentcompass_run_started", "agentcompass_task_event", "agentcompass_run_finished")
 
 
 def make_plugin_manager() -> pluggy.PluginManager:
@@ -64,22 +72,19 @@ class PluginRecord:
     registers: dict[str, list[str]] = attrs.field(factory=dict)
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "distribution": self.distribution,
-            "module": self.module,
-            "loaded": self.loaded,
-            "hooks": self.hooks,
-            "registers": self.registers,
-            "error": self.error,
-        }
 
+def _guarded(function: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:
+    """An observer implementation that logs its own failure instead of raising it into the hook call."""
 
-def _describe(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return text.splitlines()[-1] if text else type(exc).__name__
+    @functools.wraps(function)
+    def observer(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except Exception as exc:
+            get_logger().warning("plugin.observer_failed", plugin=plugin, hook=hook, error=describe(exc))
+            return None
+
+    return observer
 
 
 @attrs.define
@@ -102,15 +107,16 @@ class PluginHost:
         try:
             self.pm.register(plugin, name=name)
         except Exception as exc:  # a name clash or a hookimpl that does not match its spec
-            record.error = f"registration failed: {_describe(exc)}"
+            record.error = f"registration failed: {describe(exc)}"
             return record
         try:
             self.pm.check_pending()
-            registrations = self._collect_registrations(name)
+            registrations = self._collect_registrations(plugin, name)
         except Exception as exc:
             self.pm.unregister(name=name)
-            record.error = _describe(exc)
+            record.error = describe(exc)
             return record
+        self._guard_observers(plugin, name)
         for reg in registrations:
             self.registry[reg.kind][reg.name] = reg
         record.loaded = True
@@ -133,31 +139,65 @@ class PluginHost:
                 del regs[key]
         self.records.pop(name, None)
 
-    def _collect_registrations(self, plugin_name: str) -> list[Registration]:
+    def _only(self, plugin: object, hook_name: str) -> Any:
+        """A caller of ``hook_name`` that reaches ``plugin``'s implementations alone, through pluggy."""
+        others = [p for p in self.pm.get_plugins() if p is not plugin]
+        return self.pm.subset_hook_caller(hook_name, remove_plugins=others)
+
+    def _collect_registrations(self, plugin: object, plugin_name: str) -> list[Registration]:
         collected: list[Registration] = []
         for kind, hook_name in REGISTRATION_HOOKS.items():
-            caller = getattr(self.pm.hook, hook_name)
-            for impl in caller.get_hookimpls():
-                if impl.plugin_name != plugin_name:
-                    continue
+            if not any(impl.plugin is plugin for impl in getattr(self.pm.hook, hook_name).get_hookimpls()):
+                continue
 
-                def register(name: str, factory: Callable[..., Any], _kind: str = kind) -> None:
-                    if not isinstance(name, str) or not name:
-                        raise PluginError(f"{_kind} name must be a non-empty string, got {name!r}")
-                    if not callable(factory):
-                        raise PluginError(f"{_kind} {name!r}: factory {factory!r} is not callable")
-                    clash = self.registry[_kind].get(name) or next(
-                        (r for r in collected if r.kind == _kind and r.name == name), None
+            def register(name: str, factory: Callable[..., Any], _kind: str = kind) -> None:
+                if not isinstance(name, str) or not name:
+                    raise PluginError(f"{_kind} name must be a non-empty string, got {name!r}")
+                if not callable(factory):
+                    raise PluginError(f"{_kind} {name!r}: factory {factory!r} is not callable")
+                clash = self.registry[_kind].get(name) or next(
+                    (r for r in collected if r.kind == _kind and r.name == name), None
+                )
+                if clash is not None:
+                    raise PluginError(
+                        f"{_kind} {name!r} is registered by both plugin {clash.plugin!r} and plugin {plugin_name!r}"
                     )
-                    if clash is not None:
-                        raise PluginError(
-                            f"{_kind} {name!r} is registered by both plugin {clash.plugin!r} "
-                            f"and plugin {plugin_name!r}"
-                        )
-                    collected.append(Registration(_kind, name, factory, plugin_name))
+                collected.append(Registration(_kind, name, factory, plugin_name))
 
-                impl.function(**{arg: register for arg in impl.argnames})
+            self._only(plugin, hook_name)(register=register)
         return collected
+
+    def _guard_observers(self, plugin: object, plugin_name: str) -> None:
+        for hook_name in OBSERVER_HOOKS:
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+                if impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper):
+                    impl.function = _guarded(impl.function, plugin_name, hook_name)
+
+    def add_commands(self, group: click.Group) -> None:
+        """Let every loaded plugin add its commands to ``group`` (``register_commands``), each on its own: a
+        plugin whose hook raises, or that takes a command name already in use, is recorded and its commands
+        are left out."""
+        for name, plugin in list(self.pm.list_name_plugin()):
+            hookimpls = self.pm.hook.register_commands.get_hookimpls()
+            if plugin is None or not any(impl.plugin is plugin for impl in hookimpls):
+                continue
+            record = self.records.get(name)
+            before = dict(group.commands)
+            try:
+                self._only(plugin, "register_commands")(cli=group)
+                replaced = [c for c in before if group.commands.get(c) is not before[c]]
+                if replaced:
+                    raise PluginError(f"command {replaced[0]!r} is already provided by agentcompass or another plugin")
+            except Exception as exc:
+                group.commands.clear()
+                group.commands.update(before)
+                if record is not None:
+                    record.error = f"register_commands failed: {describe(exc)}"
+                continue
+            if record is not None:
+                added = sorted(set(group.commands) - set(before))
+                if added:
+                    record.registers["command"] = added
 
     # -- lookup --------------------------------------------------------------------------------------
 
@@ -179,16 +219,13 @@ class PluginHost:
         reg = self.registry[kind].get(name)
         return self.records.get(reg.plugin) if reg else None
 
-    def notify(self, hook_name: str, log: Any = None, **kwargs: Any) -> None:
-        """Call an observer hook on every plugin; a failing observer is logged, not raised."""
-        caller = getattr(self.pm.hook, hook_name)
-        for impl in caller.get_hookimpls():
-            try:
-                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
-            except Exception as exc:
-                if log is not None:
-                    log.warning("plugin.observer_failed", plugin=impl.plugin_name, hook=hook_name,
-                                error=_describe(exc))
+    def notify(self, hook_name: str, **kwargs: Any) -> None:
+        """Call an observer hook through pluggy. A failing observer is logged and the others still run (each
+        implementation is guarded when its plugin is added); a failing wrapper is logged too."""
+        try:
+            getattr(self.pm.hook, hook_name)(**kwargs)
+        except Exception as exc:
+            get_logger().warning("plugin.observer_failed", hook=hook_name, error=describe(exc))
 
 
 def _selected(names: str | None) -> set[str] | None:
@@ -235,7 +272,7 @@ def load_plugins(
         try:
             plugin = ep.load()
         except Exception as exc:
-            record.error = f"import failed: {_describe(exc)}"
+            record.error = f"import failed: {describe(exc)}"
             host.records[ep.name] = record
             continue
         host.add_plugin(plugin, ep.name, record)

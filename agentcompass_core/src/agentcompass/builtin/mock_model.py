@@ -9,7 +9,9 @@ It behaves like a very literal tool-using agent, so offline demos produce a real
   value that occurs, another string parameter the next unused quoted string;
 * when no tool fits, or a required argument cannot be filled, it acknowledges the message in text.
 
-Options (``--model-arg``): ``latency`` seconds per call (e.g. ``0.1``).
+Options (``--model-arg``): ``latency`` seconds per call (e.g. ``0.1``). The usual generation settings
+(``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...) are accepted and have no effect; anything else is a
+usage error.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentcompass.errors import UsageError
 from agentcompass.runtime.models import ChatResponse, ModelClient, Usage
+
+OPTIONS = ("latency",)
+#: Generation settings other providers take; the mock accepts them, so a command line works with either.
+IGNORED_SETTINGS = frozenset({
+    "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "presence_penalty",
+    "frequency_penalty", "tool_choice", "parallel_tool_calls", "response_format",
+})
 
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 
@@ -30,7 +40,7 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def _count_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+def count_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     return sum(len(str(m.get("content") or "").split()) + 1 for m in messages)
 
 
@@ -73,11 +83,20 @@ def _pick_tool(tools: Sequence[Mapping[str, Any]], text: str) -> tuple[str, dict
 
 
 class MockModel(ModelClient):
-    def __init__(self, model: str = "", latency: float | str = 0.0, **_: Any) -> None:
+    def __init__(self, model: str = "", latency: float | str = 0.0, *, settings: Any = None, **options: Any) -> None:
+        unknown = sorted(set(options) - IGNORED_SETTINGS)
+        if unknown:
+            raise UsageError(
+                f"model 'mock' has no option {', '.join(repr(u) for u in unknown)}; its options: "
+                f"{', '.join(OPTIONS)} (generation settings such as temperature are accepted and ignored)"
+            )
         self.model = model or "mock"
-        self.latency = float(latency)
-        if self.latency < 0:
-            raise ValueError("latency must be >= 0")
+        try:
+            self.latency = float(latency)
+        except ValueError:
+            raise UsageError(f"model 'mock': latency must be a number of seconds, got {latency!r}") from None
+        if not self.latency >= 0:
+            raise UsageError(f"model 'mock': latency must be 0 or more seconds, got {latency!r}")
         self.calls = 0
 
     async def chat(
@@ -95,7 +114,7 @@ class MockModel(ModelClient):
         return ChatResponse(
             message=message,
             model=self.model,
-            usage=Usage(prompt_tokens=_count_tokens(messages), completion_tokens=completion),
+            usage=Usage(prompt_tokens=count_tokens(messages), completion_tokens=completion),
             finish_reason="tool_calls" if message.get("tool_calls") else "stop",
         )
 
@@ -121,3 +140,6 @@ class MockModel(ModelClient):
 
 def make_mock_model(name: str = "", **options: Any) -> MockModel:
     return MockModel(name, **options)
+
+
+_count_tokens = count_tokens  # transitional: fake_server imports the old name

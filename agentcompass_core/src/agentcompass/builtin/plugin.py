@@ -33,6 +33,12 @@ def _mock_model(name: str = "", **options: Any) -> Any:
     return MockModel(name, **options)
 
 
+def _local_executor(**options: Any) -> Any:
+    from agentcompass.runtime.executor import LocalExecutor
+
+    return LocalExecutor(**options)
+
+
 @hookimpl
 def register_harnesses(register):  # type: ignore[no-untyped-def]
     for name in ("none", "nop", "oracle"):
@@ -47,6 +53,11 @@ def register_environments(register):  # type: ignore[no-untyped-def]
 @hookimpl
 def register_models(register):  # type: ignore[no-untyped-def]
     register("mock", _mock_model)
+
+
+@hookimpl
+def register_executors(register):  # type: ignore[no-untyped-def]
+    register("local", _local_executor)
 
 
 @hookimpl

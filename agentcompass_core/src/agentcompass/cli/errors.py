@@ -10,11 +10,13 @@ import click
 
 from agentcompass.errors import (
     AgentCompassError,
-    EnvironmentUnavailable,
     PluginError,
     ResultsError,
+    RunInterrupted,
+    SetupError,
     UsageError,
 )
+from agentcompass.exit_codes import ExitCode
 
 DEBUG_ENV = "AGENTCOMPASS_DEBUG"
 
@@ -22,30 +24,38 @@ DEBUG_ENV = "AGENTCOMPASS_DEBUG"
 class CLIError(click.ClickException):
     """One line on stderr, no traceback, a chosen exit status."""
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
         super().__init__(message)
-        self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
+        self.exit_code = int(exit_code)  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
         click.echo(f"Error: {self.format_message()}", err=True)
+
+
+def exit_code_of(exc: AgentCompassError) -> ExitCode:
+    """Bad input is a usage error; a machine or plugin that cannot run is a setup error."""
+    if isinstance(exc, UsageError | ResultsError):
+        return ExitCode.USAGE
+    if isinstance(exc, RunInterrupted):
+        return ExitCode.INTERRUPTED
+    if isinstance(exc, SetupError | PluginError):
+        return ExitCode.SETUP
+    return ExitCode.SETUP
 
 
 @contextlib.contextmanager
 def cli_errors() -> Iterator[None]:
     try:
         yield
-    except (UsageError, ResultsError) as exc:
-        raise CLIError(str(exc), exit_code=2) from None
-    except (EnvironmentUnavailable, PluginError) as exc:
-        raise CLIError(str(exc), exit_code=1) from None
     except AgentCompassError as exc:
-        raise CLIError(str(exc), exit_code=1) from None
+        raise CLIError(str(exc), exit_code=exit_code_of(exc)) from None
     except Exception as exc:
         # A bug (ours or a plugin's) still gets one line; the traceback is there for whoever asks for it.
         if os.environ.get(DEBUG_ENV):
             raise
         raise CLIError(
-            f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 to see the traceback)", exit_code=1
+            f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 to see the traceback)",
+            exit_code=ExitCode.SETUP,
         ) from None
 
 
@@ -56,6 +66,6 @@ def parse_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
         key, sep, val = value.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise CLIError(f"{option} takes KEY=VALUE, got {value!r} (e.g. {option} max_turns=5)", exit_code=2)
+            raise CLIError(f"{option} takes KEY=VALUE, got {value!r} (e.g. {option} max_turns=5)")
         out[key] = val
     return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentcompass.runtime.records import RunSummary
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
@@ -18,22 +20,18 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def summary_text(summary: dict[str, Any]) -> str:
+def summary_text(summary: RunSummary) -> str:
     lines = [
-        f"run {summary['run_id']}: {summary['benchmark']} / {summary['harness']} / {summary['model']} "
-        f"on {summary['environment']}",
-        f"tasks: {summary['n_tasks']}  "
-        + "  ".join(f"{k}: {v}" for k, v in sorted(summary["status_counts"].items())),
+        f"run {summary.run_id}: {summary.benchmark} / {summary.harness} / {summary.model} on {summary.environment}",
+        f"tasks: {summary.n_tasks}  " + "  ".join(f"{k}: {v}" for k, v in sorted(summary.status_counts.items())),
     ]
     rows = []
-    for name, m in summary["metrics"]["overall"].items():
-        rows.append([m.get("label", name), "all", _fmt(m["mean"]), _fmt(m["mean_completed"]), m["n"],
-                     m["n_errored"]])
-    for category, group in summary["metrics"].get("by_category", {}).items():
-        for name, m in group["metrics"].items():
-            rows.append([m.get("label", name), category, _fmt(m["mean"]), _fmt(m["mean_completed"]), m["n"],
-                         m["n_errored"]])
+    groups = [("all", summary.metrics.overall)]
+    groups += [(category, group.metrics) for category, group in summary.metrics.by_category.items()]
+    for category, metrics in groups:
+        for name, m in metrics.items():
+            rows.append([m.label or name, category, _fmt(m.mean), _fmt(m.mean_completed), m.n, m.n_errored])
     if rows:
         lines.append(table(["metric", "category", "mean (errors=0)", "mean (completed)", "n", "errored"], rows))
-    lines.append(f"run directory: {summary['run_dir']}")
+    lines.append(f"run directory: {summary.run_dir}")
     return "\n".join(lines)

@@ -6,14 +6,13 @@ The model under test is the ``agent`` role; a benchmark may also need ``user`` (
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from agentcompass.errors import UsageError
-from agentcompass.lifecycle import ModelAccess
+from agentcompass.models.access import ModelAccess
 from agentcompass.models.budget import RunBudget
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
@@ -43,17 +42,10 @@ def role_models(req: RunRequest) -> dict[str, str]:
     return models
 
 
-def _takes_settings(factory: Callable[..., Any]) -> bool:
-    try:
-        return "settings" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
     """One client per configured role (roles naming the same model and arguments share a client).
 
-    A factory with a ``settings`` parameter gets the run's :class:`~agentcompass.models.settings.ProviderSettings`;
+    Every factory is called as ``factory(name, settings=..., **options)`` (see :class:`ModelClient`);
     ``--model-base-url`` / ``--model-api-key-env`` reach the agent's provider and other roles of that provider.
     Every client is built before the run starts, so a missing key or base URL is a usage error up front.
     """
@@ -69,10 +61,9 @@ def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
         provider, name = split_model(spec)
         factory = host.factory("model", provider)
         options: dict[str, Any] = dict(req.model_args) if role == "agent" else {}
-        if _takes_settings(factory):
-            options["settings"] = settings_from_request(req, for_agent_provider=provider == agent_provider)
+        settings = settings_from_request(req, for_agent_provider=provider == agent_provider)
         try:
-            client = factory(name, **options)
+            client = factory(name, settings=settings, **options)
         except UsageError:
             raise
         except (TypeError, ValueError) as exc:

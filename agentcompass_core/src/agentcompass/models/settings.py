@@ -1,8 +1,8 @@
 """Connection settings the runtime hands to model providers, and the credentials config file.
 
-A provider factory that declares a ``settings`` parameter receives a :class:`ProviderSettings` built from
-the run request (``--model-base-url``, ``--model-api-key-env``, ``--max-retries``, ``--max-connections``,
-``--request-timeout``); other factories are called as before, with the model name and ``--model-arg``s.
+Every provider factory receives a :class:`ProviderSettings` built from the run request (``--model-base-url``,
+``--model-api-key-env``, ``--max-retries``, ``--max-connections``, ``--request-timeout``) as its ``settings``
+keyword, beside the model name and the ``--model-arg``s (public as :mod:`agentcompass.runtime.providers`).
 
 Credentials never travel in the request: providers read them from environment variables or from the
 credentials file (``$AGENTCOMPASS_CREDENTIALS``, default ``~/.config/agentcompass/credentials.toml``)::
@@ -39,15 +39,19 @@ CREDENTIALS_ENV = "AGENTCOMPASS_CREDENTIALS"
 DEFAULT_CREDENTIALS = Path("~/.config/agentcompass/credentials.toml")
 
 
+#: The request's defaults: the one place the knobs' defaults are written (CLI options and settings read them).
+_DEFAULTS = RunRequest(benchmark="", harness="", model="")
+
+
 @attrs.frozen
 class ProviderSettings:
     """How a provider reaches its endpoint. Holds no secret: only the *name* of the key's variable."""
 
     base_url: str | None = None
     api_key_env: str | None = None
-    max_retries: int = 5
-    max_connections: int = 64
-    request_timeout: float = 600.0
+    max_retries: int = _DEFAULTS.max_retries
+    max_connections: int = _DEFAULTS.max_connections
+    request_timeout: float = _DEFAULTS.request_timeout
     #: Environment to read variables from (tests pass their own); None means ``os.environ``.
     environ: Mapping[str, str] | None = attrs.field(default=None, repr=False, eq=False)
 

@@ -9,26 +9,30 @@
 * ``artifacts/<task>/attempt-<n>/`` — files that ``collect_artifacts`` saved.
 
 Lines are appended and flushed as each task finishes, so a killed process loses at most the line it was
-writing; a torn last line is cut off when the run is resumed. Files are fsync'ed at most once a second and
-when the run ends.
+writing; a torn last line is cut off when the run is resumed (never by a reader such as ``results show``).
+Files are fsync'ed at most once a second and when the run ends.
+
+Every record read back is validated through the converter: a line that is not a valid record is skipped
+with a warning naming the file and line (see :attr:`RunDirectory.warnings`), never counted, so its task runs
+again on resume.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
-from agentcompass.errors import ResultsError
+from agentcompass.errors import ResultsError, SetupError, describe
 from agentcompass.redaction import Redactor
+from agentcompass.runtime.names import safe_name
+from agentcompass.runtime.records import RunInfo, RunSummary
 from agentcompass.runtime.types import RunResult
-from agentcompass.serialization import result_from_json, unstructure
+from agentcompass.serialization import RecordError, dumps_record, read_record, result_from_json, result_to_json
 
 RUN_JSON = "run.json"
 RESULTS = "results.jsonl"
@@ -40,36 +44,42 @@ ARTIFACTS = "artifacts"
 FSYNC_INTERVAL = 1.0
 
 
-def safe_name(task_id: str) -> str:
-    """A file-system-safe, still readable form of a task id."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._")[:80] or "task"
-    if cleaned != task_id:  # keep distinct ids distinct
-        cleaned += "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
-    return cleaned
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False, default=str)
+        f.write(text)
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Complete JSON lines of ``path``; a torn last line (no newline, or not JSON) is skipped."""
+def read_jsonl(path: Path, warnings: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of each complete line of ``path`` that holds a JSON object.
+
+    A torn last line (no newline) is passed over silently: a killed writer leaves one. Any other line that is
+    not UTF-8 JSON holding an object is skipped, with a warning appended to ``warnings``.
+    """
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if not raw.endswith(b"\n"):
                 return
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                data = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                _warn(warnings, path, number, f"not a JSON line ({describe(exc)})")
                 continue
+            if not isinstance(data, dict):
+                _warn(warnings, path, number, f"holds {type(data).__name__}, not a JSON object")
+                continue
+            yield number, data
+
+
+def _warn(warnings: list[str] | None, path: Path, number: int, what: str) -> None:
+    if warnings is not None:
+        warnings.append(f"{path}:{number}: {what}; skipped")
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -87,6 +97,8 @@ def _cut_torn_tail(path: Path) -> None:
 class RunDirectory:
     path: Path
     redactor: Redactor = attrs.field(factory=Redactor)
+    #: What reading found damaged (a line per problem, naming file and line).
+    warnings: list[str] = attrs.field(factory=list)
     _files: dict[str, IO[str]] = attrs.field(factory=dict)
     _last_sync: float = 0.0
 
@@ -96,59 +108,90 @@ class RunDirectory:
             raise ResultsError(
                 f"{path} already holds a run; pass --resume {path} to finish it, or choose another --output"
             )
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / ".agentcompass-write-check"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise SetupError(
+                f"cannot create run directory {path}: {exc.strerror or describe(exc)}; choose a writable --output"
+            ) from None
         return cls(path, redactor or Redactor())
 
     @classmethod
     def open_existing(cls, path: Path, redactor: Redactor | None = None) -> RunDirectory:
+        """Open a run directory to read it; nothing in it is changed."""
         if not path.is_dir():
             raise ResultsError(f"run directory {path} does not exist")
         if not (path / RUN_JSON).is_file():
             raise ResultsError(f"{path} is not a run directory: it has no {RUN_JSON}")
-        for name in (RESULTS, ATTEMPTS, TRAJECTORIES, LOGS):
-            _cut_torn_tail(path / name)
         return cls(path, redactor or Redactor())
+
+    def prepare_to_append(self) -> None:
+        """Cut the torn tails a killed writer left, so appends start on a fresh line (resume only)."""
+        for name in (RESULTS, ATTEMPTS, TRAJECTORIES, LOGS):
+            try:
+                _cut_torn_tail(self.path / name)
+            except OSError as exc:
+                raise ResultsError(f"cannot write to {self.path / name}: {exc.strerror or describe(exc)}") from None
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def read_run_json(self) -> dict[str, Any]:
+    def read_run_info(self) -> RunInfo:
+        """``run.json``, validated."""
+        return self._read_json_record(RUN_JSON, RunInfo)
+
+    def read_summary(self) -> RunSummary | None:
+        """``summary.json``, validated; ``None`` when the run has not written one yet."""
+        if not (self.path / SUMMARY).exists():
+            return None
+        return self._read_json_record(SUMMARY, RunSummary)
+
+    def _read_json_record(self, name: str, cls: type[Any]) -> Any:
+        path = self.path / name
         try:
-            return json.loads((self.path / RUN_JSON).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ResultsError(f"cannot read {self.path / RUN_JSON}: {exc}") from exc
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ResultsError(f"cannot read {path}: {describe(exc)}") from None
+        try:
+            return read_record(data, cls)
+        except RecordError as exc:
+            raise ResultsError(f"{path} is damaged: {exc}") from None
 
     def final_results(self) -> dict[str, RunResult]:
-        """The final record of every finished task (the last line wins if a task appears twice)."""
+        """The final record of every finished task (the last line wins if a task appears twice). Lines that
+        are not valid results are skipped with a warning, so their tasks count as unfinished."""
         out: dict[str, RunResult] = {}
-        for data in read_jsonl(self.path / RESULTS):
+        path = self.path / RESULTS
+        for number, data in read_jsonl(path, self.warnings):
             try:
                 result = result_from_json(data)
-            except Exception:
+            except RecordError as exc:
+                _warn(self.warnings, path, number, f"not a valid result ({exc})")
                 continue
             out[result.task_id] = result
         return out
 
     def attempt_counts(self) -> dict[str, int]:
+        """The highest attempt number each task has used in any file (results, attempts, trajectories), so a
+        re-run after a resume gets a new number even when the result of its last attempt was torn."""
         counts: dict[str, int] = {}
-        for name in (RESULTS, ATTEMPTS):
-            for data in read_jsonl(self.path / name):
-                tid = data.get("task_id")
-                if isinstance(tid, str):
-                    counts[tid] = max(counts.get(tid, 0), int(data.get("attempt") or 1))
+        for name in (RESULTS, ATTEMPTS, TRAJECTORIES):
+            for _, data in read_jsonl(self.path / name):
+                tid, attempt = data.get("task_id"), data.get("attempt")
+                if isinstance(tid, str) and isinstance(attempt, int) and not isinstance(attempt, bool):
+                    counts[tid] = max(counts.get(tid, 0), attempt)
         return counts
-
-    def read_summary(self) -> dict[str, Any] | None:
-        path = self.path / SUMMARY
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def write_run_json(self, data: dict[str, Any]) -> None:
-        write_json_atomic(self.path / RUN_JSON, self.redactor.data(data))
+    def write_run_info(self, info: RunInfo) -> None:
+        write_json_atomic(self.path / RUN_JSON, self.redactor.text(dumps_record(info, indent=2)))
 
-    def write_summary(self, data: dict[str, Any]) -> None:
+    def write_summary(self, summary: RunSummary) -> None:
         self.sync()
-        write_json_atomic(self.path / SUMMARY, self.redactor.data(data))
+        write_json_atomic(self.path / SUMMARY, self.redactor.text(dumps_record(summary, indent=2)))
 
     def stream(self, name: str) -> IO[str]:
         f = self._files.get(name)
@@ -170,12 +213,12 @@ class RunDirectory:
             self.sync()
 
     def append_result(self, result: RunResult) -> None:
-        self._append(RESULTS, unstructure(result))
+        self._append(RESULTS, result_to_json(result))
 
     def append_attempt(self, result: RunResult) -> None:
-        self._append(ATTEMPTS, unstructure(result))
+        self._append(ATTEMPTS, result_to_json(result))
 
-    def append_trajectory(self, task_id: str, attempt: int, calls: list[dict[str, Any]]) -> None:
+    def append_trajectory(self, task_id: str, attempt: int, calls: Any) -> None:
         self._append(
             TRAJECTORIES,
             *({"task_id": task_id, "attempt": attempt, "index": i, **call} for i, call in enumerate(calls)),

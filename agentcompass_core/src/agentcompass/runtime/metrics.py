@@ -6,10 +6,10 @@ Aggregation is honest about errors: each scalar's ``mean`` is over *all* tasks, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from agentcompass.runtime.records import GroupAggregate, MetricAggregate, RunMetrics
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 
@@ -47,13 +47,14 @@ def make_metric_contract(
     )
 
 
-def _aggregate_group(contract: MetricContract, results: list[RunResult]) -> dict[str, Any]:
+def aggregate_group(contract: MetricContract, results: Sequence[RunResult]) -> GroupAggregate:
+    """Status counts and every scalar's aggregate over ``results``."""
     n = len(results)
     completed = [r for r in results if r.status is TaskStatus.COMPLETED]
     status_counts: dict[str, int] = {}
     for r in results:
         status_counts[r.status.value] = status_counts.get(r.status.value, 0) + 1
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, MetricAggregate] = {}
     for name in contract.scalar:
         total_completed = 0.0
         missing = 0
@@ -63,20 +64,20 @@ def _aggregate_group(contract: MetricContract, results: list[RunResult]) -> dict
                 missing += 1
             else:
                 total_completed += float(value)
-        metrics[name] = {
-            "label": contract.label(name),
-            "mean": total_completed / n if n else None,
-            "mean_completed": total_completed / len(completed) if completed else None,
-            "n": n,
-            "n_completed": len(completed),
-            "n_errored": n - len(completed),
-            "n_missing": missing,
-        }
-    return {"n_tasks": n, "status_counts": status_counts, "metrics": metrics}
+        metrics[name] = MetricAggregate(
+            label=contract.label(name),
+            mean=total_completed / n if n else None,
+            mean_completed=total_completed / len(completed) if completed else None,
+            n=n,
+            n_completed=len(completed),
+            n_errored=n - len(completed),
+            n_missing=missing,
+        )
+    return GroupAggregate(n_tasks=n, status_counts=status_counts, metrics=metrics)
 
 
-def aggregate(contract: MetricContract, results: Iterable[RunResult]) -> dict[str, Any]:
-    """Aggregate final results: overall and per category.
+def aggregate(contract: MetricContract, results: Iterable[RunResult]) -> tuple[GroupAggregate, RunMetrics]:
+    """Aggregate final results: the overall group, and the metrics overall and per category.
 
     Errored tasks count as 0 in ``mean``; a completed task that lacks a scalar counts as 0 too and is
     reported in ``n_missing``.
@@ -86,8 +87,6 @@ def aggregate(contract: MetricContract, results: Iterable[RunResult]) -> dict[st
     for r in results:
         if r.category is not None:
             by_category.setdefault(r.category, []).append(r)
-    return {
-        "primary": contract.primary,
-        "overall": _aggregate_group(contract, results),
-        "by_category": {c: _aggregate_group(contract, rs) for c, rs in sorted(by_category.items())},
-    }
+    overall = aggregate_group(contract, results)
+    groups = {c: aggregate_group(contract, rs) for c, rs in sorted(by_category.items())}
+    return overall, RunMetrics(overall=overall.metrics, by_category=groups)

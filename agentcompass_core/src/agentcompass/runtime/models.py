@@ -67,10 +67,20 @@ class ModelError(Exception):
 
 
 class ModelClient(abc.ABC):
-    """An async chat client for one model."""
+    """An async chat client for one model.
+
+    Providers register a factory with ``register_models``; for ``MODEL`` = ``provider/name`` the runtime calls
+    ``factory(name, settings=settings, **options)``: ``settings`` is the run's
+    :class:`~agentcompass.runtime.providers.ProviderSettings` (base URL, the *name* of the key's variable,
+    retries, connections, timeout), ``options`` the ``--model-arg`` values as strings (the agent role only).
+    Reject an option you do not know with :class:`~agentcompass.errors.UsageError`.
+    """
 
     #: The model's name as the provider knows it.
     model: str = ""
+    #: Values to mask in everything the run writes and prints (the provider's API key, ...). The runtime reads
+    #: it once, when the client is built.
+    secrets: tuple[str, ...] = ()
 
     @abc.abstractmethod
     async def chat(

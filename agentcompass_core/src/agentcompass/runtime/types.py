@@ -149,6 +149,9 @@ class RunRequest:
     max_tokens_per_task: int | None = None
     max_cost: float | None = None
     prices: str | None = None
+    #: Where attempts run (``--executor``), and its options (``--executor-arg``).
+    executor: str = "local"
+    executor_args: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

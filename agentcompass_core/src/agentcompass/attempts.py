@@ -1,0 +1,122 @@
+"""The runner's side of the executor seam: hands out attempts, decides on retries, records every outcome.
+
+An executor calls :meth:`AttemptQueue.next` for work and :meth:`AttemptQueue.report` with each outcome. The
+queue writes the outcome at once (``results.jsonl`` for a final result, ``attempts.jsonl`` for a retried
+one, ``trajectories.jsonl`` for its model calls), emits the task events, and queues a retry in front of new
+tasks when the failure was the infrastructure's and ``--retries`` allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import attrs
+
+from agentcompass.plugins import PluginHost
+from agentcompass.results.run_dir import RunDirectory
+from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec
+from agentcompass.runtime.records import TaskEvent
+from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec, TaskStatus
+
+ResultCallback = Callable[[RunResult, int, int], None]
+
+
+@attrs.define
+class AttemptQueue:
+    """The attempts of one run. Safe for any number of concurrent consumers on the run's event loop."""
+
+    request: RunRequest
+    store: RunDirectory
+    host: PluginHost
+    log: Any
+    timeouts: Mapping[str, float | None]
+    specs: Mapping[str, EnvironmentSpec]
+    gateway_env: Mapping[str, str]
+    #: Final results so far (a resumed run's included), by task id.
+    final: dict[str, RunResult]
+    total: int
+    stop_reason: Callable[[], str | None] = lambda: None
+    on_result: ResultCallback | None = None
+    _pending: deque[AttemptSpec] = attrs.field(factory=deque)
+    _in_flight: dict[tuple[str, int], AttemptSpec] = attrs.field(factory=dict)
+    _last_allowed: dict[str, int] = attrs.field(factory=dict)
+    _changed: asyncio.Event = attrs.field(factory=asyncio.Event)
+
+    def add(self, tasks: Iterable[TaskSpec], attempts_used: Mapping[str, int]) -> None:
+        """Queue each task's next attempt (after the ones a previous run already used)."""
+        for task in tasks:
+            attempt = attempts_used.get(task.task_id, 0) + 1
+            self._last_allowed[task.task_id] = attempt + self.request.retries
+            self._pending.append(self._spec(task, attempt))
+
+    def _spec(self, task: TaskSpec, attempt: int) -> AttemptSpec:
+        return AttemptSpec(
+            run_id=self.request.run_id, task=task, attempt=attempt, environment=self.specs[task.task_id],
+            timeouts=self.timeouts, request=self.request, gateway_env=self.gateway_env,
+        )
+
+    # -- the AttemptSource protocol ------------------------------------------------------------------
+
+    async def next(self) -> AttemptSpec | None:
+        while True:
+            if self._pending and not self.stop_reason():
+                spec = self._pending.popleft()
+                self._in_flight[spec.key] = spec
+                return spec
+            if not self._in_flight or self.stop_reason():
+                return None  # nothing left, or a budget / fatal model error stopped the run (unrun: resumable)
+            self._changed.clear()
+            await self._changed.wait()  # an attempt in flight may still be retried
+
+    def report(self, outcome: AttemptOutcome) -> None:
+        result = outcome.result
+        spec = self._in_flight.pop((result.task_id, result.attempt), None)
+        if spec is None:
+            raise RuntimeError(f"outcome of an attempt that is not in flight: {result.task_id!r} #{result.attempt}")
+        try:
+            self._record(spec, outcome)
+        finally:
+            self._changed.set()
+
+    # -- recording -----------------------------------------------------------------------------------
+
+    def _record(self, spec: AttemptSpec, outcome: AttemptOutcome) -> None:
+        result, task_id, attempt = outcome.result, spec.task.task_id, spec.attempt
+        if outcome.trajectory:
+            self.store.append_trajectory(task_id, attempt, outcome.trajectory)
+        if outcome.retryable and attempt < self._last_allowed[task_id]:
+            self.store.append_attempt(result)
+            self.log.warning("task.retry", task_id=task_id, attempt=attempt, status=result.status.value,
+                             error=result.error)
+            self._event("task.retry", result)
+            self._pending.appendleft(self._spec(spec.task, attempt + 1))
+            return
+        self.store.append_result(result)
+        self.final[task_id] = result
+        self.log.info("task.finished", task_id=task_id, attempt=attempt, status=result.status.value,
+                      error=result.error, metrics=dict(result.metrics))
+        self._event("task.finished", result)
+        if self.on_result is not None:
+            shown = result
+            if result.error and self.store.redactor.active:  # what is printed is masked like what is written
+                shown = replace(result, error=self.store.redactor.text(result.error))
+            self.on_result(shown, len(self.final), self.total)
+
+    def _event(self, kind: Any, result: RunResult) -> None:
+        self.host.notify("agentcompass_task_event", event=TaskEvent(
+            event=kind, run_id=self.request.run_id, task_id=result.task_id, attempt=result.attempt,
+            status=result.status.value, error=result.error, metrics=dict(result.metrics),
+        ))
+
+    def record_cancelled(self) -> None:
+        """Record every attempt still in flight as cancelled (the run was interrupted)."""
+        for spec in self._in_flight.values():
+            self.store.append_attempt(RunResult(
+                task_id=spec.task.task_id, category=spec.task.category, status=TaskStatus.CANCELLED,
+                attempt=spec.attempt, error="cancelled: the run was interrupted",
+            ))
+        self._in_flight.clear()

@@ -1,0 +1,180 @@
+"""``agentcompass run``: the command-line face of :class:`~agentcompass.runner.Runner`.
+
+Each option maps to the :class:`~agentcompass.runtime.RunRequest` field of the same name, and its default is
+that field's default: the request is the one place defaults are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
+from agentcompass.exit_codes import ExitCode
+from agentcompass.runtime.types import RunRequest
+
+DEFAULTS = RunRequest(benchmark="", harness="", model="")
+REQUEST_FIELDS = frozenset(f.name for f in fields(RunRequest))
+
+#: ``(field, click option declarations, extra click keywords)``. Options of KEY=VALUE pairs end in ``_args``.
+RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
+    ("environment", ("--env", "-e"), {"help": "Environment kind (local, docker, ...)."}),
+    ("environment_args", ("--env-arg",), {"help": "Option for the environment."}),
+    ("benchmark_args", ("--benchmark-arg", "-b"), {"help": "Option for the benchmark."}),
+    ("harness_args", ("--harness-arg",), {"help": "Option for the harness."}),
+    ("model_args", ("--model-arg", "-m"), {"help": "Generation setting or option of the agent's model."}),
+    ("executor", ("--executor",), {"help": "Where attempts run (see 'agentcompass plugins list')."}),
+    ("executor_args", ("--executor-arg",), {"help": "Option for the executor."}),
+    ("concurrency", ("--concurrency", "-c"), {"type": int, "help": "Tasks run at once."}),
+    ("max_environments", ("--max-environments",),
+     {"type": int, "help": "Live environments at once (default: no bound beyond --concurrency)."}),
+    ("limit", ("--limit", "-n"), {"type": int, "help": "Run only the first N tasks."}),
+    ("task_ids", ("--task-id", "-t"), {"multiple": True, "help": "Run only this task (repeatable)."}),
+    ("retries", ("--retries",),
+     {"type": int, "help": "Re-run an attempt after an infrastructure failure (environment start, timeout)."}),
+    ("timeout", ("--timeout",), {"type": float, "help": "Seconds for a task's run phase (default 3600)."}),
+    ("phase_timeouts", ("--phase-timeout",),
+     {"metavar": "PHASE=SECONDS",
+      "help": "Seconds for one phase: environment, prepare, run, collect, evaluate, close."}),
+    ("model_base_url", ("--model-base-url",),
+     {"help": "Base URL of the model's API (e.g. http://127.0.0.1:8000/v1 for vLLM); for openai also "
+              "$OPENAI_BASE_URL."}),
+    ("model_api_key_env", ("--model-api-key-env",),
+     {"metavar": "VAR", "help": "Environment variable holding the model's API key (openai: OPENAI_API_KEY; "
+                                "openai-compatible: none unless given)."}),
+    ("max_retries", ("--max-retries",),
+     {"type": click.IntRange(min=0), "help": "Retries of a model call on 429, 5xx, connection errors and timeouts."}),
+    ("max_connections", ("--max-connections",),
+     {"type": click.IntRange(min=1), "help": "Concurrent HTTP connections per model provider."}),
+    ("request_timeout", ("--request-timeout",),
+     {"type": click.FloatRange(min=0, min_open=True), "help": "Seconds allowed per model request."}),
+    ("max_tokens_per_task", ("--max-tokens-per-task",),
+     {"type": click.IntRange(min=1),
+      "help": "Stop a task (LIMIT_REACHED) once its agent and user models used this many tokens."}),
+    ("max_cost", ("--max-cost",),
+     {"type": click.FloatRange(min=0, min_open=True), "metavar": "USD",
+      "help": "Stop the run once its model calls cost this much (needs known prices)."}),
+    ("prices", ("--prices",),
+     {"type": click.Path(dir_okay=False), "metavar": "FILE",
+      "help": "JSON price table (USD per 1M input/output tokens) extending the built-in one; also "
+              "$AGENTCOMPASS_PRICES."}),
+]
+
+
+def _pairs_option(field: str) -> bool:
+    return field.endswith("_args") or field == "phase_timeouts"
+
+
+def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply every option of :data:`RUN_OPTIONS`, each defaulting to its request field's default."""
+    for field, decls, extra in reversed(RUN_OPTIONS):
+        assert field in REQUEST_FIELDS, field
+        kwargs = dict(extra)
+        if _pairs_option(field):
+            kwargs.update(multiple=True, metavar=kwargs.get("metavar", "KEY=VALUE"))
+        elif not kwargs.get("multiple"):
+            default = getattr(DEFAULTS, field)
+            kwargs.update(default=default, show_default=default is not None and default != "")
+        command = click.option(*decls, field, **kwargs)(command)
+    return command
+
+
+def request_from_options(benchmark: str, harness: str, model: str, user_model: str | None,
+                         judge_model: str | None, options: dict[str, Any]) -> RunRequest:
+    values: dict[str, Any] = {}
+    for field, decls, _ in RUN_OPTIONS:
+        value = options[field]
+        if _pairs_option(field):
+            value = parse_pairs(value, decls[0])
+        values[field] = value
+    timeouts: dict[str, float] = {}
+    for key, value in values["phase_timeouts"].items():
+        try:
+            timeouts[key] = float(value)
+        except ValueError:
+            raise CLIError(f"--phase-timeout {key}={value!r}: seconds must be a number") from None
+    values["phase_timeouts"] = timeouts
+    values["task_ids"] = tuple(values["task_ids"])
+    if values["prices"]:
+        values["prices"] = str(Path(values["prices"]).resolve())
+    return RunRequest(
+        benchmark=benchmark, harness=harness, model=model,
+        role_models={k: v for k, v in {"user": user_model, "judge": judge_model}.items() if v},
+        **values,
+    )
+
+
+@click.command("run")
+@click.argument("benchmark", required=False)
+@click.argument("harness", required=False)
+@click.argument("model", required=False)
+@click.option("--user-model", default=None, help="Model for the user-simulator role.")
+@click.option("--judge-model", default=None, help="Model for the judge role.")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
+              help="Run directory (default runs/RUN_ID).")
+@click.option("--resume", type=click.Path(path_type=Path), default=None,
+              help="Finish an interrupted run in this directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@run_options
+@click.pass_context
+def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, model: str | None,
+                user_model: str | None, judge_model: str | None, output: Path | None, resume: Path | None,
+                as_json: bool, **options: Any) -> None:
+    """Run BENCHMARK with HARNESS ('none' when the benchmark drives its own loop) and MODEL.
+
+    Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
+    status, 2 for a usage error, 3 when the run cannot be set up here (no engine, unwritable output),
+    130 when interrupted.
+    """
+    import asyncio
+
+    from agentcompass.cli.main import emit_json, plugin_host
+    from agentcompass.cli.progress import Progress
+    from agentcompass.runner import Runner
+
+    if resume is None and not (benchmark and harness and model):
+        raise CLIError("run needs BENCHMARK HARNESS MODEL (or --resume RUN_DIR); "
+                       "e.g. agentcompass run example_interactive none mock")
+    if resume is not None and output is not None and output != resume:
+        raise CLIError("--output and --resume name different directories; give only --resume")
+    request = request_from_options(benchmark or "", harness or "", model or "", user_model, judge_model, options)
+    host = plugin_host(ctx)
+    progress = Progress(enabled=True)
+
+    def on_signal(name: str, count: int) -> None:
+        progress.stop()
+        if count == 1:
+            click.echo(f"{name}: stopping; closing environments and keeping finished results…", err=True)
+        else:
+            click.echo(f"{name}: still stopping; the clean-up finishes on its own (it cannot be skipped)", err=True)
+
+    runner = Runner(host, request, run_dir=resume or output, resume=resume is not None,
+                    on_result=progress.task_done, on_start=progress.start, on_signal=on_signal)
+    with cli_errors():
+        try:
+            outcome = asyncio.run(runner.run())
+        except KeyboardInterrupt:  # a Ctrl-C before the run installed its own handling
+            progress.stop()
+            click.echo("Interrupted before the run started; nothing was recorded.", err=True)
+            ctx.exit(ExitCode.INTERRUPTED)
+    progress.stop()
+    summary = outcome.summary
+    if as_json:
+        from agentcompass.serialization import unstructure
+
+        emit_json(unstructure(summary))
+    else:
+        from agentcompass.cli.render import summary_text
+
+        click.echo(summary_text(summary))
+    if summary.stopped_reason:
+        click.echo(f"Stopped early: {summary.stopped_reason}. Unrun tasks are kept for: agentcompass run "
+                   f"--resume {outcome.run_dir}", err=True)
+    if outcome.interrupted:
+        click.echo(f"Interrupted; finished results are kept. Resume with: agentcompass run --resume "
+                   f"{outcome.run_dir}", err=True)
+    ctx.exit(outcome.exit_code)

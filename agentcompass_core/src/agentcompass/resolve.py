@@ -1,0 +1,203 @@
+"""Request resolution: a :class:`RunRequest` turned into live plugin objects and the task list, all checked
+before the first task starts, so bad input never leaves half a run behind."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from agentcompass.errors import AgentCompassError, PluginError, UsageError, describe
+from agentcompass.lifecycle import DEFAULT_TIMEOUTS
+from agentcompass.models.roles import role_models
+from agentcompass.plugins import PluginHost
+from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
+from agentcompass.runtime.environment import EnvironmentProvider
+from agentcompass.runtime.executor import Executor
+from agentcompass.runtime.harness import BaseHarness
+from agentcompass.runtime.metrics import MetricContract
+from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
+
+NO_HARNESS = "none"
+PHASE_TIMEOUT_NAMES = frozenset(DEFAULT_TIMEOUTS)
+
+
+def phase_timeouts(req: RunRequest) -> dict[str, float | None]:
+    """Seconds per phase: the defaults, ``--timeout`` for the run phase, then ``--phase-timeout``."""
+    return {**DEFAULT_TIMEOUTS, **({"run": req.timeout} if req.timeout is not None else {}), **req.phase_timeouts}
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def construct_plugin(kind: str, name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> Any:
+    """``factory(**options)``; the object gets the name it was registered under (its ``name``), so messages
+    name it as the user typed it. A rejected option is a UsageError, any other failure a PluginError."""
+    try:
+        obj = factory(**options)
+    except AgentCompassError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{kind} {name!r} rejected its arguments {dict(options)}: {exc}") from None
+    except Exception as exc:
+        raise PluginError(f"{kind} {name!r} failed to start: {describe(exc)}") from exc
+    if kind in ("benchmark", "harness", "environment", "executor"):
+        try:
+            obj.name = name
+        except AttributeError:
+            pass  # a slotted or frozen object keeps its own name
+    return obj
+
+
+@attrs.define
+class Resolved:
+    """A request turned into live plugin objects."""
+
+    benchmark: BaseBenchmark
+    harness: BaseHarness | None
+    provider: EnvironmentProvider
+    executor: Executor
+    contract: MetricContract
+    plugin_versions: dict[str, str | None]
+
+
+def resolve(host: PluginHost, req: RunRequest) -> Resolved:
+    """Look up and construct the request's plugins; any mismatch is a UsageError before work starts."""
+    benchmark = construct_plugin(
+        "benchmark", req.benchmark, host.factory("benchmark", req.benchmark), req.benchmark_args
+    )
+    if not isinstance(benchmark, BaseBenchmark):
+        raise UsageError(f"benchmark {req.benchmark!r} is not a BaseBenchmark (plugin bug)")
+    harness_obj = construct_plugin("harness", req.harness, host.factory("harness", req.harness), req.harness_args)
+    harness: BaseHarness | None = harness_obj
+    if req.harness == NO_HARNESS:
+        if not isinstance(benchmark, HarnessFreeBenchmark):
+            raise UsageError(
+                f"benchmark {req.benchmark!r} needs an agent harness; the harness 'none' is only for "
+                f"benchmarks that drive their own loop. Harnesses: "
+                f"{', '.join(n for n in host.names('harness') if n != NO_HARNESS)}"
+            )
+        harness = None
+    else:
+        harness_obj.check_compatible(benchmark)
+        harness_obj.bind(benchmark)
+    provider = construct_plugin(
+        "environment", req.environment, host.factory("environment", req.environment), req.environment_args
+    )
+    executor = construct_plugin("executor", req.executor, host.factory("executor", req.executor), req.executor_args)
+    if not isinstance(executor, Executor):
+        raise PluginError(f"executor {req.executor!r} is not an Executor (plugin bug)")
+    contract = metric_contract(host, benchmark, req.benchmark)
+    roles = role_models(req)
+    missing = [r for r in benchmark.required_model_roles if r not in roles]
+    if missing:
+        flags = ", ".join(f"--{r}-model" for r in missing)
+        raise UsageError(f"benchmark {req.benchmark!r} needs the model role(s) {', '.join(missing)}; set {flags}")
+    versions: dict[str, str | None] = {}
+    for kind, name in (("benchmark", req.benchmark), ("harness", req.harness), ("environment", req.environment),
+                       ("executor", req.executor)):
+        record = host.plugin_of(kind, name)
+        if record is not None:
+            versions[record.name] = record.version
+    return Resolved(benchmark, harness, provider, executor, contract, versions)
+
+
+def metric_contract(host: PluginHost, benchmark: BaseBenchmark, name: str) -> MetricContract:
+    """The benchmark's contract: its ``metric_contract`` itself, or the registered contract it names."""
+    contract = benchmark.metric_contract
+    if isinstance(contract, str):
+        contract = host.factory("metric_contract", contract)()
+    if not isinstance(contract, MetricContract):
+        raise PluginError(
+            f"benchmark {name!r}: metric_contract is {type(contract).__name__}, not a MetricContract or the "
+            "name of a registered one (plugin bug)"
+        )
+    return contract
+
+
+async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec]:
+    """The benchmark's tasks, filtered by ``--task-id`` and ``--limit``."""
+    try:
+        loaded = benchmark.load_tasks(req)
+        if inspect.isawaitable(loaded):
+            loaded = await loaded
+        if hasattr(loaded, "__aiter__"):
+            tasks = [t async for t in loaded]  # type: ignore[union-attr]
+        else:
+            tasks = list(loaded)  # type: ignore[arg-type]
+    except AgentCompassError:
+        raise
+    except Exception as exc:
+        raise PluginError(f"benchmark {req.benchmark!r} failed to load its tasks: {describe(exc)}") from exc
+    bad = [t for t in tasks if not isinstance(t, TaskSpec)]
+    if bad:
+        raise PluginError(f"benchmark {req.benchmark!r} yielded {type(bad[0]).__name__}, not TaskSpec")
+    seen: set[str] = set()
+    for t in tasks:
+        if t.task_id in seen:
+            raise UsageError(f"benchmark {req.benchmark!r} yields the task id {t.task_id!r} twice (plugin bug)")
+        seen.add(t.task_id)
+    if req.task_ids:
+        unknown = [tid for tid in req.task_ids if tid not in seen]
+        if unknown:
+            sample = ", ".join(sorted(seen)[:10])
+            raise UsageError(
+                f"unknown task id(s) {', '.join(unknown)} for benchmark {req.benchmark!r}; "
+                f"see 'agentcompass tasks list {req.benchmark}' (e.g. {sample})"
+            )
+        wanted = set(req.task_ids)
+        tasks = [t for t in tasks if t.task_id in wanted]
+    if req.limit is not None:
+        tasks = tasks[: req.limit]
+    return tasks
+
+
+def environment_specs(benchmark: BaseBenchmark, req: RunRequest, tasks: list[TaskSpec]) -> dict[str, EnvironmentSpec]:
+    """Each task's environment spec, known before any task starts (images are built from them)."""
+    specs: dict[str, EnvironmentSpec] = {}
+    for task in tasks:
+        try:
+            spec = benchmark.environment_spec(task, req)
+        except Exception as exc:
+            raise PluginError(
+                f"benchmark {req.benchmark!r} has no environment for task {task.task_id!r}: {describe(exc)}"
+            ) from exc
+        if not isinstance(spec, EnvironmentSpec):
+            raise PluginError(f"benchmark {req.benchmark!r} returned {type(spec).__name__} as an EnvironmentSpec")
+        specs[task.task_id] = spec
+    return specs
+
+
+def _positive_seconds(option: str, value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{option} must be a positive number of seconds, got {value:g}")
+
+
+def check_request(req: RunRequest) -> None:
+    """Scheduling knobs that cannot work are usage errors, before anything is built."""
+    if req.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if req.max_environments is not None and req.max_environments < 1:
+        raise UsageError("--max-environments must be at least 1")
+    if req.retries < 0:
+        raise UsageError("--retries must be 0 or more")
+    if req.limit is not None and req.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {req.limit} (leave it out to run every task)")
+    if req.timeout is not None:
+        _positive_seconds("--timeout", req.timeout)
+    for phase, seconds in req.phase_timeouts.items():
+        _positive_seconds(f"--phase-timeout {phase}", seconds)
+    unknown = sorted(set(req.phase_timeouts) - PHASE_TIMEOUT_NAMES)
+    if unknown:
+        raise UsageError(
+            f"unknown phase(s) {', '.join(unknown)} in --phase-timeout; "
+            f"phases: {', '.join(sorted(PHASE_TIMEOUT_NAMES))}"
+        )
+
+

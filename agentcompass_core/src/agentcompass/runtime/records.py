@@ -1,0 +1,149 @@
+"""Typed records of a run: what observers receive and what ``run.json`` and ``summary.json`` hold.
+
+Every record is a frozen dataclass, turned into JSON (and read back, validated) by the one cattrs converter
+in :mod:`agentcompass.serialization`. Files carry ``schema_version``; a reader refuses a newer major version
+it does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentcompass.runtime.types import RunRequest
+
+#: Version of the on-disk records (``run.json``, ``summary.json``, each ``results.jsonl`` line).
+SCHEMA_VERSION = 1
+
+TaskEventKind = Literal["task.phase", "task.retry", "task.finished"]
+
+
+@dataclass(frozen=True)
+class TaskEvent:
+    """What the observer hook ``agentcompass_task_event`` receives.
+
+    :param event: ``"task.phase"`` (an attempt changed phase), ``"task.retry"`` (an attempt failed and is run
+        again) or ``"task.finished"`` (the task's final result was recorded).
+    :param run_id: the run.
+    :param task_id: the task.
+    :param attempt: the attempt number, from 1.
+    :param phase: the new phase (``task.phase`` only): ``PREPARING``, ``RUNNING``, ``COLLECTING``,
+        ``EVALUATING``, ``FINISHED``.
+    :param previous: the phase before (``task.phase`` only).
+    :param status: the attempt's status name (``task.retry``, ``task.finished``).
+    :param error: the attempt's error, if any (``task.retry``, ``task.finished``).
+    :param metrics: the task's metrics (``task.finished``).
+    """
+
+    event: TaskEventKind
+    run_id: str
+    task_id: str
+    attempt: int
+    phase: str | None = None
+    previous: str | None = None
+    status: str | None = None
+    error: str | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricAggregate:
+    """One scalar metric aggregated over a group of tasks.
+
+    :param mean: over *all* tasks of the group, an errored task counting as 0 (``None`` for no task).
+    :param mean_completed: over completed tasks only (``None`` when none completed).
+    :param n: tasks in the group; ``n_completed`` + ``n_errored`` = ``n``.
+    :param n_missing: completed tasks whose ``metrics`` lacked this scalar (counted as 0).
+    """
+
+    label: str
+    mean: float | None
+    mean_completed: float | None
+    n: int
+    n_completed: int
+    n_errored: int
+    n_missing: int = 0
+
+
+@dataclass(frozen=True)
+class GroupAggregate:
+    """The tasks of one category (or all of them): their statuses and every scalar's aggregate."""
+
+    n_tasks: int
+    status_counts: Mapping[str, int]
+    metrics: Mapping[str, MetricAggregate]
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """Aggregates overall and per category (tasks without a category appear only overall)."""
+
+    overall: Mapping[str, MetricAggregate] = field(default_factory=dict)
+    by_category: Mapping[str, GroupAggregate] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RoleUsage:
+    """Model usage of one role summed over a run's final results."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    errors: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """``summary.json``, and what the observer hook ``agentcompass_run_finished`` receives.
+
+    ``status_counts`` counts every task of the run: tasks that never got a final record (an interrupted or
+    stopped run) count as ``CANCELLED``.
+    """
+
+    run_id: str
+    benchmark: str
+    harness: str
+    model: str
+    environment: str
+    n_tasks: int
+    n_finished: int
+    status_counts: Mapping[str, int]
+    primary_metric: str
+    metrics: RunMetrics
+    interrupted: bool = False
+    stopped_reason: str | None = None
+    executor: str = "local"
+    usage: Mapping[str, RoleUsage] = field(default_factory=dict)
+    duration_s: float = 0.0
+    run_dir: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The resolved plan of a run, as ``run.json`` records it."""
+
+    benchmark_class: str
+    harness_class: str | None
+    environment_class: str
+    executor: str
+    evaluation_environment_mode: str
+    metric_contract: Mapping[str, Any]
+    model_roles: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """``run.json``: the request, the resolved plan and plugin versions. Never holds a secret."""
+
+    run_id: str
+    agentcompass_version: str
+    created_at: str
+    request: RunRequest
+    plan: RunPlan
+    plugins: Mapping[str, str | None] = field(default_factory=dict)
+    resumed_at: tuple[str, ...] = ()
+    schema_version: int = SCHEMA_VERSION
