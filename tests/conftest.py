@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,7 +33,21 @@ def run_cli_subprocess(*args: str, timeout: float = 120, env: dict[str, str] | N
     argv = [sys.executable, "-m", "tests.support.cli", *args] if testing else [
         sys.executable, "-m", "agentcompass.cli.main", *args]
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, preexec_fn=_default_signals)
+
+
+def _default_signals() -> None:
+    # A test suite started as a background job has SIGINT ignored, and a child inherits that: reset it, so that
+    # interrupting the child behaves as Ctrl-C in a terminal does.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def start_cli(*args: str, env: dict[str, str] | None = None, testing: bool = True) -> subprocess.Popen[str]:
+    """The real CLI in a child process that keeps running (with the testing plugin when ``testing``)."""
+    argv = [sys.executable, "-m", "tests.support.cli" if testing else "agentcompass.cli.main", *args]
+    return subprocess.Popen(argv, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})}, preexec_fn=_default_signals)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -117,3 +117,61 @@ def test_plugins_list_in_a_real_process():
     names = {p["name"]: p for p in json.loads(proc.stdout)}
     assert {"builtin", "example_interactive", "example_coding"} <= set(names)
     assert names["example_interactive"]["registers"] == {"benchmark": ["example_interactive"]}
+
+
+def test_register_commands_adds_commands_and_a_broken_one_is_reported_not_fatal():
+    import click
+
+    @hookimpl
+    def good_commands(cli):
+        @cli.command("greet")
+        def greet():
+            click.echo("hi")
+
+    @hookimpl
+    def bad_commands(cli):
+        @cli.command("half")
+        def half():
+            pass
+
+        raise RuntimeError("commands bug")
+
+    @hookimpl
+    def clashing_commands(cli):
+        @cli.command("run")
+        def run():
+            pass
+
+    good = module_with("ac_cmd_good", register_commands=good_commands)
+    bad = module_with("ac_cmd_bad", register_commands=bad_commands)
+    clash = module_with("ac_cmd_clash", register_commands=clashing_commands)
+    host = load_plugins([fake_entry_point("good", good), fake_entry_point("bad", bad),
+                         fake_entry_point("clash", clash)], only="good,bad,clash")
+    group = click.Group("agentcompass", commands=dict(cli.commands))
+    host.add_commands(group)
+    assert "greet" in group.commands and "half" not in group.commands
+    assert group.commands["run"] is cli.commands["run"]  # the clash did not replace the core's command
+    assert host.records["good"].registers == {"command": ["greet"]} and host.records["good"].error is None
+    assert host.records["bad"].error == "register_commands failed: RuntimeError: commands bug"
+    assert "already provided" in host.records["clash"].error
+    result = CliRunner().invoke(group, ["greet"], obj={"plugin_host": host})
+    assert result.exit_code == 0 and result.output == "hi\n"
+
+
+def test_registration_hooks_are_called_through_pluggy_so_wrappers_run():
+    seen: list[str] = []
+
+    class Plugin:
+        @hookimpl(wrapper=True)
+        def register_benchmarks(self, register):
+            seen.append("wrapper")
+            return (yield)
+
+        @hookimpl
+        def register_harnesses(self, register):
+            register("hx", lambda **o: None)
+
+    host = load_plugins([], only="")
+    record = host.add_plugin(Plugin(), "wrapped")
+    assert record.error is None and seen == ["wrapper"]
+    assert host.names("harness").count("hx") == 1

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,17 +13,12 @@ from agentcompass.runner import Runner
 from agentcompass.runtime import RunRequest
 from agentcompass.runtime.records import TaskEvent
 
-from tests.conftest import ROOT, run_cli_subprocess
+from tests.conftest import run_cli_subprocess, start_cli
 from tests.support.testing_plugin import CountingProvider
 
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
-
-
-def start_cli(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "tests.support.cli", *args], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def wait_for_lines(path: Path, n: int, timeout: float = 60) -> None:

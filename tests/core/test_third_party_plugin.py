@@ -86,6 +86,112 @@ PYPROJECT = textwrap.dedent('''
 ''')
 
 
+# A second distribution: an executor wrapping the local one, observers with pluggy's ordering markers and a
+# wrapper (each its own entry point, so that registration order alone would call them the other way round),
+# and a command added through register_commands.
+EXTRAS = {
+    "agentcompass_extras/__init__.py": """
+import json, os
+import click
+from agentcompass import hookimpl
+from agentcompass.runtime.executor import Executor, LocalExecutor
+
+
+class CountingExecutor(Executor):
+    def __init__(self, out="", **options):
+        super().__init__(**options)
+        self.out, self.inner, self.count = out, LocalExecutor(), 0
+
+    async def execute(self, attempts, context):
+        outer = self
+
+        class Counted:
+            async def next(self):
+                spec = await attempts.next()
+                outer.count += spec is not None
+                return spec
+
+            def report(self, outcome):
+                attempts.report(outcome)
+
+        try:
+            await self.inner.execute(Counted(), context)
+        finally:
+            with open(self.out, "w") as f:
+                json.dump({"attempts": self.count}, f)
+
+
+@hookimpl
+def register_executors(register):
+    register("counting", CountingExecutor)
+
+
+@hookimpl
+def register_commands(cli):
+    @cli.command("hello")
+    @click.argument("who")
+    def hello(who):
+        click.echo(f"hello {who}")
+""",
+    "agentcompass_extras/observers.py": """
+import os
+from agentcompass import hookimpl
+
+
+def note(what):
+    with open(os.environ["EXTRAS_LOG"], "a") as f:
+        f.write(what + "\\n")
+""",
+    "agentcompass_extras/plain.py": """
+from agentcompass import hookimpl
+from agentcompass_extras.observers import note
+
+
+@hookimpl
+def agentcompass_run_finished(run_id, summary):
+    note("plain")
+""",
+    "agentcompass_extras/first.py": """
+from agentcompass import hookimpl
+from agentcompass_extras.observers import note
+
+
+@hookimpl(tryfirst=True)
+def agentcompass_run_finished(run_id, summary):
+    note("first " + str(summary.status_counts["COMPLETED"]))
+""",
+    "agentcompass_extras/around.py": """
+from agentcompass import hookimpl
+from agentcompass_extras.observers import note
+
+
+@hookimpl(wrapper=True)
+def agentcompass_run_finished(run_id, summary):
+    note("before")
+    result = yield
+    note("after")
+    return result
+""",
+    "pyproject.toml": """
+[project]
+name = "agentcompass-extras"
+version = "0.0.1"
+requires-python = ">=3.11"
+dependencies = ["agentcompass-core"]
+
+[project.entry-points.agentcompass]
+extras = "agentcompass_extras"
+extras_around = "agentcompass_extras.around"
+extras_first = "agentcompass_extras.first"
+extras_plain = "agentcompass_extras.plain"
+
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+""",
+}
+
+
 @pytest.mark.slow
 def test_pip_installed_third_party_plugin(tmp_path):
     uv = shutil.which("uv")
@@ -98,18 +204,32 @@ def test_pip_installed_third_party_plugin(tmp_path):
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")}
     subprocess.run([uv, "venv", "-q", "--python", "3.11", str(venv)], check=True, env=env, timeout=300)
+    extras = tmp_path / "agentcompass-extras"
+    for name, text in EXTRAS.items():
+        (extras / name).parent.mkdir(parents=True, exist_ok=True)
+        (extras / name).write_text(text.lstrip())
     subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                    str(ROOT / "agentcompass_core"), str(pkg)], check=True, env=env, timeout=600)
+                    str(ROOT / "agentcompass_core"), str(pkg), str(extras)], check=True, env=env, timeout=600)
     exe = str(venv / "bin" / "agentcompass")
     listed = subprocess.run([exe, "plugins", "list", "--json"], capture_output=True, text=True, check=True,
                             cwd=tmp_path, env=env)
     plugins = {p["name"]: p for p in json.loads(listed.stdout)}
-    assert set(plugins) == {"builtin", "squares"}  # only core + this plugin are installed here
+    assert set(plugins) == {"builtin", "squares", "extras", "extras_around", "extras_first", "extras_plain"}
     assert plugins["squares"]["version"] == "1.2.3"
     assert plugins["squares"]["registers"] == {"benchmark": ["squares"]}
-    run = subprocess.run([exe, "run", "squares", "none", "mock", "--json", "-o", str(tmp_path / "run")],
-                         capture_output=True, text=True, cwd=tmp_path, env={**env, "PATH": f"{venv}/bin:{env['PATH']}"})
+    assert plugins["extras"]["registers"] == {"executor": ["counting"], "command": ["hello"]}
+    assert all(p["error"] is None for p in plugins.values()), plugins
+    log = tmp_path / "observers.log"
+    run_env = {**env, "PATH": f"{venv}/bin:{env['PATH']}", "EXTRAS_LOG": str(log)}
+    run = subprocess.run([exe, "run", "squares", "none", "mock", "--json", "-o", str(tmp_path / "run"),
+                          "--executor", "counting", "--executor-arg", f"out={tmp_path / 'count.json'}"],
+                         capture_output=True, text=True, cwd=tmp_path, env=run_env)
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)
-    assert summary["status_counts"] == {"COMPLETED": 4}
+    assert summary["status_counts"] == {"COMPLETED": 4} and summary["executor"] == "counting"
     assert summary["metrics"]["overall"]["score"]["mean"] == 0.5
+    assert json.loads((tmp_path / "count.json").read_text()) == {"attempts": 4}  # the executor ran every attempt
+    # The wrapper runs around the others; the tryfirst observer runs before the one registered after it.
+    assert log.read_text().splitlines() == ["before", "first 4", "plain", "after"]
+    hello = subprocess.run([exe, "hello", "world"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert hello.returncode == 0 and hello.stdout == "hello world\n", hello.stderr

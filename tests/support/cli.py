@@ -11,4 +11,5 @@ from tests.support import testing_plugin
 if __name__ == "__main__":
     host = load_plugins()
     host.add_plugin(testing_plugin, "testing")
+    host.add_commands(cli)
     cli(prog_name="agentcompass", obj={"plugin_host": host})
