@@ -1,27 +1,25 @@
-"""Test support for example_interactive: a tiny OpenAI-compatible server, scripted agents, an emulation of
-the core's ``mock`` model policy, a throwaway local EnvironmentSession, and a helper that runs the runner as
-a real subprocess."""
+"""Test support for example_interactive: scripted agents (responders of the kit's loopback OpenAI server and
+scripted model, ``agentcompass.testing``), an emulation of the core's ``mock`` model policy, and a helper
+that runs the runner as a real subprocess."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agentcompass.runtime import EnvironmentSession, ExecResult
+from agentcompass.testing import DEFAULT_API_KEY, Responder, text, tool_call
+from agentcompass.testing import scripted as kit_scripted
 from example_interactive import RUNNER_FILES
 
-API_KEY = "test-token-123"
+API_KEY = DEFAULT_API_KEY
 
 #: What the core's `mock` model should score, task by task (agentcompass.builtin.mock_model).
 EXPECTED_MOCK_SCORES = {
@@ -38,105 +36,13 @@ EXPECTED_MOCK_SCORES = {
     "multi_create_then_complete": 0.0,
 }
 
-# An agent answers a chat request: a message dict, or (status, body) for an HTTP error.
-Agent = Callable[[dict[str, Any]], "dict[str, Any] | tuple[int, Any]"]
-
-
-class FakeOpenAI:
-    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that delegates to ``agent``."""
-
-    def __init__(self, agent: Agent, *, api_key: str = API_KEY) -> None:
-        self.agent = agent
-        self.api_key = api_key
-        self.requests: list[dict[str, Any]] = []
-        self.auth_headers: list[str | None] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                outer.requests.append(body)
-                auth = self.headers.get("Authorization")
-                outer.auth_headers.append(auth)
-                if self.path.rstrip("/") != "/v1/chat/completions":
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                if auth != f"Bearer {outer.api_key}":
-                    return self._send(401, {"error": {"message": "invalid api key"}})
-                answer = outer.agent(body)
-                if isinstance(answer, tuple):
-                    return self._send(*answer)
-                message = {"role": "assistant", "content": None, **answer}
-                self._send(
-                    200,
-                    {
-                        "id": f"chatcmpl-{len(outer.requests)}",
-                        "object": "chat.completion",
-                        "model": body.get("model"),
-                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                    },
-                )
-
-            def _send(self, status: int, body: Any) -> None:
-                raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def env(self, model: str = "scripted") -> dict[str, str]:
-        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key, "AGENTCOMPASS_MODEL": model}
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
-
-# -- agents --------------------------------------------------------------------------------------
-
-
-def tool_call(name: str, call_id: str = "call_1", **arguments: Any) -> dict[str, Any]:
-    return {
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
-            }
-        ],
-    }
-
-
-def text(content: str) -> dict[str, Any]:
-    return {"content": content}
+# An agent answers a chat request: a message dict, or (status, body) for an HTTP error (the kit's responders).
+Agent = Responder
 
 
 def scripted(*steps: dict[str, Any] | tuple[int, Any]) -> Agent:
     """Answers with ``steps`` in order, then with a fixed text forever."""
-    queue = list(steps)
-
-    def agent(body: dict[str, Any]) -> dict[str, Any] | tuple[int, Any]:
-        return queue.pop(0) if queue else text("Is there anything else?")
-
-    return agent
+    return kit_scripted(*steps, then=text("Is there anything else?"))
 
 
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
@@ -254,68 +160,3 @@ def run_runner(
     )
     payload = json.loads(out.read_text()) if out.exists() else None
     return proc, payload
-
-
-# -- a throwaway local EnvironmentSession --------------------------------------------------------
-
-
-class TempDirSession(EnvironmentSession):
-    """A minimal local session over a directory: enough to drive the benchmark's phases in tests."""
-
-    def __init__(self, workdir: Path, base_env: Mapping[str, str] | None = None) -> None:
-        self.workdir = str(workdir)
-        self.base_env = dict(base_env or {})
-        self.execs: list[list[str]] = []
-
-    def _path(self, path: str) -> Path:
-        p = Path(path)
-        return p if p.is_absolute() else Path(self.workdir) / p
-
-    async def exec(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> ExecResult:
-        self.execs.append(list(argv))
-        argv = list(argv)
-        if argv and argv[0] == "python3":
-            argv[0] = system_python()
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=str(self._path(cwd)) if cwd else self.workdir,
-            env=clean_env({**self.base_env, **(env or {})}),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout)
-        except TimeoutError:
-            proc.kill()
-            out, err = await proc.communicate()
-            return ExecResult(proc.returncode or -9, out.decode(), err.decode(), timed_out=True)
-        return ExecResult(proc.returncode or 0, out.decode(), err.decode())
-
-    async def read_bytes(self, path: str) -> bytes:
-        return self._path(path).read_bytes()
-
-    async def write_bytes(self, path: str, data: bytes) -> None:
-        p = self._path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
-
-    async def upload(self, local_path: str | Path, path: str) -> None:
-        _copy(Path(local_path), self._path(path))
-
-    async def download(self, path: str, local_path: str | Path) -> None:
-        shutil.copy(self._path(path), local_path)
-
-
-def _copy(src: Path, dest: Path) -> None:
-    if src.is_dir():
-        shutil.copytree(src, dest, dirs_exist_ok=True)
-    else:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(src, dest)

@@ -1,11 +1,12 @@
-"""The benchmark's phases, driven directly over a throwaway local session, and its plugin registration."""
+"""The benchmark through the real lifecycle (the kit's ``run_benchmark``: the runner, the model gateway, the
+``local`` environment), single phases over a real local session, the kit's conformance checks, and the
+plugin's registration."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib.metadata
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,17 @@ from agentcompass.runtime import (
     RunResult,
     TaskStatus,
 )
-from ei_support import EXPECTED_MOCK_SCORES, FakeOpenAI, MockPolicy, TempDirSession, scripted, text, tool_call
+from agentcompass.testing import (
+    RecordingProvider,
+    ScriptedModel,
+    check_benchmark,
+    check_evaluate_keeps_error,
+    check_prepare_idempotent,
+    local_session,
+    make_provider,
+    run_benchmark,
+)
+from ei_support import EXPECTED_MOCK_SCORES, MockPolicy, scripted, text, tool_call
 from example_interactive import RUNNER_FILES
 from example_interactive.benchmark import ExampleInteractiveBenchmark
 
@@ -32,17 +43,6 @@ def list_files(root: Path) -> list[str]:
 
 def plan_for(task_id: str) -> ExecutionPlan:
     return ExecutionPlan(run_id="run-test", task_id=task_id)
-
-
-async def run_phases(bench, task, env, *, oracle: bool = False) -> RunResult:
-    plan = plan_for(task.task_id)
-    prepared = await bench.prepare_task(task, REQ, plan, env)
-    if oracle:
-        result = await bench.apply_reference_solution(task, prepared, REQ, plan, env)
-    else:
-        result = await bench.run_task(task, prepared, REQ, plan, env)
-    result = await bench.collect_artifacts(task, prepared, result, REQ, plan, env)
-    return await bench.evaluate(task, prepared, result, REQ, plan, env)
 
 
 def tasks_by_id(bench=None):
@@ -102,59 +102,66 @@ def test_unknown_category():
         list(ExampleInteractiveBenchmark(category="nope").load_tasks(REQ))
 
 
-async def test_prepare_task_writes_relative_files_and_is_idempotent(tmp_path: Path):
+async def test_prepare_task_writes_relative_files_and_is_idempotent():
     bench = ExampleInteractiveBenchmark(max_turns="5")
     task = tasks_by_id(bench)["create_basic"]
-    env = TempDirSession(tmp_path)
-    prepared = await bench.prepare_task(task, REQ, plan_for(task.task_id), env)
-    runner = prepared.metadata["official_runner"]
-    assert runner == {
-        "package_dir": "example_interactive",
-        "request_path": "example_interactive_run/request.json",
-        "result_path": "example_interactive_run/result.json",
-        "timeout_seconds": 600.0,
-    }
-    files = list_files(tmp_path)
-    assert files == sorted([*(f"example_interactive/{n}" for n in RUNNER_FILES), runner["request_path"]])
-    assert not any(f.endswith(("benchmark.py", "plugin.py")) for f in files)
-    request = json.loads((tmp_path / runner["request_path"]).read_text())
-    assert request["task_id"] == "create_basic" and request["max_turns"] == 5
-    assert request["task"]["initial_db"] == json.loads(json.dumps(task.data["initial_db"]))
-    assert "api_key" not in json.dumps(request).lower()
-    snapshot = {f: (tmp_path / f).read_bytes() for f in files}
-    again = await bench.prepare_task(task, REQ, plan_for(task.task_id), env)
-    assert again == prepared
-    assert {f: (tmp_path / f).read_bytes() for f in files} == snapshot
+    async with local_session() as env:
+        root = Path(env.workdir)
+        prepared = await bench.prepare_task(task, REQ, plan_for(task.task_id), env)
+        runner = prepared.metadata["official_runner"]
+        assert runner == {
+            "package_dir": "example_interactive",
+            "request_path": "example_interactive_run/request.json",
+            "result_path": "example_interactive_run/result.json",
+            "timeout_seconds": 600.0,
+        }
+        files = list_files(root)
+        assert files == sorted([*(f"example_interactive/{n}" for n in RUNNER_FILES), runner["request_path"]])
+        assert not any(f.endswith(("benchmark.py", "plugin.py")) for f in files)
+        request = json.loads((root / runner["request_path"]).read_text())
+        assert request["task_id"] == "create_basic" and request["max_turns"] == 5
+        assert request["task"]["initial_db"] == json.loads(json.dumps(task.data["initial_db"]))
+        assert "api_key" not in json.dumps(request).lower()
+        snapshot = {f: (root / f).read_bytes() for f in files}
+        again = await bench.prepare_task(task, REQ, plan_for(task.task_id), env)
+        assert again == prepared
+        assert {f: (root / f).read_bytes() for f in files} == snapshot
+    await check_prepare_idempotent(bench, task)  # the kit's check, in a fresh session
+
+
+@pytest.mark.parametrize("task_id", ["create_basic", "policy_delete_request", "multi_create_then_complete"])
+async def test_conformance(task_id: str):
+    bench = ExampleInteractiveBenchmark()
+    await check_benchmark(bench, tasks_by_id(bench)[task_id])
+    await check_evaluate_keeps_error(bench, statuses=[s for s in TaskStatus if s is not TaskStatus.COMPLETED])
 
 
 async def test_mock_like_agent_gives_a_mix_of_rewards(tmp_path: Path):
-    bench = ExampleInteractiveBenchmark()
-    scores = {}
-    with FakeOpenAI(MockPolicy()) as server:
-        for task in bench.load_tasks(REQ):
-            env = TempDirSession(tmp_path / task.task_id, server.env("mock"))
-            result = await run_phases(bench, task, env)
-            assert result.status is TaskStatus.COMPLETED, result.error
-            assert result.artifacts["evaluation"]["db_match"] is (result.metrics["score"] == 1.0)
-            scores[task.task_id] = result.metrics["score"]
-            assert env.execs[0][:4] == ["python3", "-m", "example_interactive.runner", "run"]
-    assert scores == EXPECTED_MOCK_SCORES
+    spy = RecordingProvider(make_provider("local"))
+    run = await run_benchmark(ExampleInteractiveBenchmark, model=ScriptedModel(MockPolicy()), environment=spy,
+                              concurrency=1, run_dir=tmp_path / "run")
+    assert run.exit_code == 0, run.summary
+    for result in run.results:
+        assert result.status is TaskStatus.COMPLETED, result.error
+        assert result.artifacts["evaluation"]["db_match"] is (result.metrics["score"] == 1.0)
+    assert run.metric("score") == EXPECTED_MOCK_SCORES
+    for task_id in EXPECTED_MOCK_SCORES:
+        assert spy.execs_of(task_id)[0].argv[:4] == ["python3", "-m", "example_interactive.runner", "run"]
 
 
 async def test_reference_solution_scores_one_everywhere(tmp_path: Path):
-    bench = ExampleInteractiveBenchmark()
-    for task in bench.load_tasks(REQ):
-        result = await run_phases(bench, task, TempDirSession(tmp_path / task.task_id), oracle=True)
+    run = await run_benchmark(ExampleInteractiveBenchmark, "oracle", run_dir=tmp_path / "run")
+    for result in run.results:
         assert result.status is TaskStatus.COMPLETED, result.error
-        assert result.metrics == {"score": 1.0}, task.task_id
+        assert result.metrics == {"score": 1.0}, result.task_id
+    assert sorted(run.by_id) == sorted(EXPECTED_MOCK_SCORES) and run.exit_code == 0
 
 
 async def test_a_wrong_db_scores_zero_with_a_diff(tmp_path: Path):
-    bench = ExampleInteractiveBenchmark()
-    task = tasks_by_id(bench)["create_basic"]
     agent = scripted(tool_call("create_task", user_id="user_1", title="Prepare Slides"), text("ok"))
-    with FakeOpenAI(agent) as server:
-        result = await run_phases(bench, task, TempDirSession(tmp_path, server.env()))
+    run = await run_benchmark(ExampleInteractiveBenchmark, model=agent, task_ids=["create_basic"],
+                              run_dir=tmp_path / "run")
+    result = run.result("create_basic")
     assert result.status is TaskStatus.COMPLETED and result.metrics == {"score": 0.0}
     assert result.final_answer == "Is there anything else?"
     assert any("task_7" in line for line in result.artifacts["evaluation"]["db_diff"])
@@ -162,28 +169,24 @@ async def test_a_wrong_db_scores_zero_with_a_diff(tmp_path: Path):
 
 
 async def test_gateway_failure_is_a_run_error_kept_through_evaluation(tmp_path: Path):
-    bench = ExampleInteractiveBenchmark()
-    task = tasks_by_id(bench)["create_basic"]
-    with FakeOpenAI(lambda body: (401, {"error": {"message": "bad token"}})) as server:
-        result = await run_phases(bench, task, TempDirSession(tmp_path, server.env()))
-    assert result.status is TaskStatus.RUN_ERROR
+    run = await run_benchmark(ExampleInteractiveBenchmark, model=lambda body: (401, {"error": {"message": "bad token"}}),
+                              task_ids=["create_basic"], run_dir=tmp_path / "run")
+    result = run.result("create_basic")
+    assert result.status is TaskStatus.RUN_ERROR and run.exit_code == 1
     assert "HTTP 401" in result.error and "bad token" in result.error
     assert result.metrics == {} and result.category == "create"
 
 
 async def test_runner_timeout_is_a_run_error(tmp_path: Path):
-    bench = ExampleInteractiveBenchmark(timeout="1")
-    task = tasks_by_id(bench)["create_basic"]
-
-    def slow(body):
-        time.sleep(3)
+    async def slow(body):
+        await asyncio.sleep(3)
         return text("late")
 
-    with FakeOpenAI(slow) as server:
-        started = time.monotonic()
-        result = await run_phases(bench, task, TempDirSession(tmp_path, server.env()))
-    assert time.monotonic() - started < 3
+    run = await run_benchmark(ExampleInteractiveBenchmark, model=slow, benchmark_args={"timeout": "1"},
+                              task_ids=["create_basic"], run_dir=tmp_path / "run")
+    result = run.result("create_basic")
     assert result.status is TaskStatus.RUN_ERROR and "timed out" in result.error
+    assert result.timings["run"] < 3
 
 
 async def test_evaluate_needs_the_environment_for_completed_results():
@@ -211,15 +214,13 @@ async def test_run_task_needs_an_environment():
 
 
 async def test_tasks_run_concurrently_in_separate_environments(tmp_path: Path):
-    bench = ExampleInteractiveBenchmark()
-    with FakeOpenAI(MockPolicy()) as server:
-        results = await asyncio.gather(
-            *(
-                run_phases(bench, t, TempDirSession(tmp_path / t.task_id, server.env("mock")))
-                for t in bench.load_tasks(REQ)
-            )
-        )
-    assert {r.task_id: r.metrics["score"] for r in results} == EXPECTED_MOCK_SCORES
+    spy = RecordingProvider(make_provider("local"))
+    run = await run_benchmark(ExampleInteractiveBenchmark, model=ScriptedModel(MockPolicy()), environment=spy,
+                              concurrency=len(EXPECTED_MOCK_SCORES), run_dir=tmp_path / "run")
+    assert run.metric() == EXPECTED_MOCK_SCORES
+    workdirs = [workdir for _, workdir in spy.opened]
+    assert len(set(workdirs)) == len(workdirs) == len(EXPECTED_MOCK_SCORES)
+    assert sorted(spy.closed) == sorted(EXPECTED_MOCK_SCORES)
 
 
 # -- the plugin ----------------------------------------------------------------------------------

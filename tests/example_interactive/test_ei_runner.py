@@ -1,4 +1,4 @@
-"""The upstream runner as a real subprocess, against a local OpenAI-compatible server."""
+"""The upstream runner as a real subprocess, against the kit's loopback OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from ei_support import API_KEY, FakeOpenAI, MockPolicy, run_runner, scripted, text, tool_call
+from agentcompass.testing import LoopbackOpenAI
+from ei_support import API_KEY, MockPolicy, run_runner, scripted, text, tool_call
 from example_interactive.domain import POLICY, TOOLS, db_equal, replay
 from example_interactive.user_sim import STOP
 
@@ -35,7 +36,7 @@ def golden_agent(task: dict):
 )
 def test_golden_agent_reaches_the_golden_db(runner_dir: Path, resolved_tasks, task_id):
     task = resolved_tasks[task_id]
-    with FakeOpenAI(golden_agent(task)) as server:
+    with LoopbackOpenAI(golden_agent(task)) as server:
         proc, out = run_runner(runner_dir, request_for(task), server.env("scripted-model"))
     assert proc.returncode == 0, proc.stderr
     golden = replay(task["initial_db"], task["golden_actions"])
@@ -52,7 +53,7 @@ def test_golden_agent_reaches_the_golden_db(runner_dir: Path, resolved_tasks, ta
 
 def test_protocol_of_the_model_calls(runner_dir: Path, resolved_tasks):
     task = resolved_tasks["create_basic"]
-    with FakeOpenAI(golden_agent(task)) as server:
+    with LoopbackOpenAI(golden_agent(task)) as server:
         proc, out = run_runner(runner_dir, request_for(task, model_params={"temperature": 0}), server.env("m-1"))
     assert proc.returncode == 0, proc.stderr
     assert server.auth_headers == [f"Bearer {API_KEY}"] * 2
@@ -74,7 +75,7 @@ def test_protocol_of_the_model_calls(runner_dir: Path, resolved_tasks):
 def test_turn_limit(runner_dir: Path, resolved_tasks):
     task = resolved_tasks["create_basic"]
     always_reading = lambda body: tool_call("list_tasks", user_id="user_1")  # noqa: E731
-    with FakeOpenAI(always_reading) as server:
+    with LoopbackOpenAI(always_reading) as server:
         proc, out = run_runner(runner_dir, request_for(task, max_turns=4), server.env())
     assert proc.returncode == 0, proc.stderr
     assert out["termination"] == "max_turns" and out["turns"] == 4 and len(server.requests) == 4
@@ -89,7 +90,7 @@ def test_transfer_ends_the_conversation(runner_dir: Path, resolved_tasks):
         tool_call("transfer_to_human_agents", summary="wants task_7 deleted"),
         text("never reached"),
     )
-    with FakeOpenAI(agent) as server:
+    with LoopbackOpenAI(agent) as server:
         proc, out = run_runner(runner_dir, request_for(task), server.env())
     assert proc.returncode == 0, proc.stderr
     assert out["termination"] == "transfer" and out["transferred"]
@@ -102,7 +103,7 @@ def test_transfer_ends_the_conversation(runner_dir: Path, resolved_tasks):
 
 def test_script_exhausted_stops_the_user(runner_dir: Path, resolved_tasks):
     task = resolved_tasks["multi_lookup_then_update"]
-    with FakeOpenAI(scripted()) as server:  # an agent that only chats
+    with LoopbackOpenAI(scripted()) as server:  # an agent that only chats
         proc, out = run_runner(runner_dir, request_for(task), server.env())
     assert proc.returncode == 0, proc.stderr
     assert out["termination"] == "user_stop" and out["user_stop_reason"] == "script_exhausted"
@@ -124,7 +125,7 @@ def test_tool_errors_go_back_to_the_agent(runner_dir: Path, resolved_tasks):
         tool_call("create_task", user_id="user_1", title="Prepare slides"),
         text("Created."),
     )
-    with FakeOpenAI(agent) as server:
+    with LoopbackOpenAI(agent) as server:
         proc, out = run_runner(runner_dir, request_for(task), server.env())
     assert proc.returncode == 0, proc.stderr
     errors = [json.loads(m["content"]) for m in out["messages"] if m["role"] == "tool"][:4]
@@ -158,7 +159,7 @@ def test_several_tool_calls_in_one_message(runner_dir: Path, resolved_tasks):
             },
         ],
     }
-    with FakeOpenAI(scripted(both, text("Both done."))) as server:
+    with LoopbackOpenAI(scripted(both, text("Both done."))) as server:
         proc, out = run_runner(runner_dir, request_for(task), server.env())
     assert proc.returncode == 0, proc.stderr
     assert [m.get("tool_call_id") for m in out["messages"] if m["role"] == "tool"] == ["a", "b"]
@@ -169,7 +170,7 @@ def test_mock_policy_run_is_deterministic(runner_dir: Path, resolved_tasks):
     task = resolved_tasks["multi_create_and_update"]
     outs = []
     for _ in range(2):
-        with FakeOpenAI(MockPolicy()) as server:
+        with LoopbackOpenAI(MockPolicy()) as server:
             proc, out = run_runner(runner_dir, request_for(task), server.env())
         assert proc.returncode == 0, proc.stderr
         outs.append(out)
@@ -181,7 +182,7 @@ def test_mock_policy_run_is_deterministic(runner_dir: Path, resolved_tasks):
 
 
 def test_http_500_is_retried_once_then_fails(runner_dir: Path, resolved_tasks):
-    with FakeOpenAI(lambda body: (500, {"error": {"message": "upstream exploded"}})) as server:
+    with LoopbackOpenAI(lambda body: (500, {"error": {"message": "upstream exploded"}})) as server:
         proc, out = run_runner(runner_dir, request_for(resolved_tasks["create_basic"]), server.env())
     assert proc.returncode == 3 and out is None
     assert "HTTP 500" in proc.stderr and "upstream exploded" in proc.stderr
@@ -192,7 +193,7 @@ def test_http_500_is_retried_once_then_fails(runner_dir: Path, resolved_tasks):
 
 def test_one_500_then_success(runner_dir: Path, resolved_tasks):
     task = resolved_tasks["create_basic"]
-    with FakeOpenAI(scripted((503, {"error": "busy"}), *golden_agent_steps(task))) as server:
+    with LoopbackOpenAI(scripted((503, {"error": "busy"}), *golden_agent_steps(task))) as server:
         proc, out = run_runner(runner_dir, request_for(task), server.env())
     assert proc.returncode == 0, proc.stderr
     assert db_equal(out["final_db"], replay(task["initial_db"], task["golden_actions"]).db)
@@ -203,7 +204,7 @@ def golden_agent_steps(task):
 
 
 def test_http_401_fails_without_retry_and_without_leaking_the_key(runner_dir: Path, resolved_tasks):
-    with FakeOpenAI(scripted(), api_key="the-right-key") as server:
+    with LoopbackOpenAI(scripted(), api_key="the-right-key") as server:
         env = {**server.env(), "OPENAI_API_KEY": "wrong-key-xyz"}
         proc, out = run_runner(runner_dir, request_for(resolved_tasks["create_basic"]), env)
     assert proc.returncode == 3 and out is None
@@ -223,14 +224,14 @@ def test_unreachable_endpoint(runner_dir: Path, resolved_tasks):
 
 
 def test_invalid_completion(runner_dir: Path, resolved_tasks):
-    with FakeOpenAI(lambda body: (200, b"not json at all")) as server:
+    with LoopbackOpenAI(lambda body: (200, b"not json at all")) as server:
         proc, _out = run_runner(runner_dir, request_for(resolved_tasks["create_basic"]), server.env())
     assert proc.returncode == 3 and "invalid chat completion" in proc.stderr
 
 
 def test_request_overrides_the_endpoint_and_model(runner_dir: Path, resolved_tasks):
     task = resolved_tasks["create_basic"]
-    with FakeOpenAI(golden_agent(task)) as server:
+    with LoopbackOpenAI(golden_agent(task)) as server:
         env = {**server.env("env-model"), "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
         req = request_for(task, base_url=server.base_url, model="override-model")
         proc, _out = run_runner(runner_dir, req, env)
@@ -259,7 +260,7 @@ def test_bad_requests(runner_dir: Path, request_obj, fragment):
 
 def test_request_with_only_a_task_id_uses_the_packaged_task(runner_dir: Path, resolved_tasks):
     task = resolved_tasks["create_basic"]
-    with FakeOpenAI(golden_agent(task)) as server:
+    with LoopbackOpenAI(golden_agent(task)) as server:
         proc, out = run_runner(runner_dir, {"task_id": "create_basic"}, server.env())
     assert proc.returncode == 0, proc.stderr
     assert db_equal(out["final_db"], replay(task["initial_db"], task["golden_actions"]).db)
@@ -268,7 +269,7 @@ def test_request_with_only_a_task_id_uses_the_packaged_task(runner_dir: Path, re
 def test_a_stale_result_is_removed_before_a_failing_run(runner_dir: Path, resolved_tasks):
     (runner_dir / "io").mkdir()
     (runner_dir / "io" / "result.json").write_text('{"final_db": "stale"}')
-    with FakeOpenAI(lambda body: (500, {"error": "down"})) as server:
+    with LoopbackOpenAI(lambda body: (500, {"error": "down"})) as server:
         proc, out = run_runner(runner_dir, request_for(resolved_tasks["create_basic"]), server.env())
     assert proc.returncode == 3 and out is None
 
