@@ -7,7 +7,8 @@ results, trajectories and logs written to a real run directory.
 Prints:
   * overhead per task at 0 ms model latency (wall time ÷ N), at concurrency 8 and 100;
   * the 100 ms latency case at concurrency 100: measured ÷ ideal, ideal = N·K·latency ÷ concurrency;
-  * peak RSS of a whole run at N=10,000 (in a child process);
+  * whole-process wall time and peak RSS of a run at N=1,000 and N=10,000 (each in a child process: imports,
+    plugin loading, the run and its files);
   * start-up time of ``agentcompass plugins list`` (median of 5).
 
 Usage: uv sync --compile-bytecode && uv run python bench/overhead.py [--n 1000] [--rss-n 10000]
@@ -73,14 +74,24 @@ def run_once(n: int, concurrency: int, latency: float) -> float:
         started = time.perf_counter()
         outcome = asyncio.run(Runner(host, req, run_dir=Path(tmp) / "run", handle_signals=False).run())
         elapsed = time.perf_counter() - started
-    assert outcome.summary["status_counts"] == {"COMPLETED": n}, outcome.summary["status_counts"]
-    assert outcome.summary["usage"]["agent"]["calls"] == n * K
+    summary = outcome.summary
+    assert summary.status_counts == {"COMPLETED": n}, summary.status_counts
+    assert summary.usage["agent"].calls == n * K
     return elapsed
 
 
 def rss_child(n: int) -> None:
     run_once(n, 100, 0.0)
     print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+
+
+def whole_process(n: int) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of a child process that imports everything and runs N tasks."""
+    started = time.perf_counter()
+    child = subprocess.run([sys.executable, __file__, "--rss-child", str(n)], capture_output=True, text=True,
+                           check=True)
+    wall = time.perf_counter() - started
+    return wall, json.loads(child.stdout.strip().splitlines()[-1])["maxrss_kb"] / 1024
 
 
 def main() -> None:
@@ -105,10 +116,10 @@ def main() -> None:
     print(f"  100 ms latency, concurrency {concurrency}: {elapsed:.2f} s measured, {ideal:.2f} s ideal, "
           f"ratio {elapsed / ideal:.3f}  (target ≤ 1.2)")
 
-    child = subprocess.run([sys.executable, __file__, "--rss-child", str(args.rss_n)], capture_output=True,
-                           text=True, check=True)
-    rss_mb = json.loads(child.stdout.strip().splitlines()[-1])["maxrss_kb"] / 1024
-    print(f"  peak RSS at N={args.rss_n}: {rss_mb:.1f} MB  (target ≤ 150 MB)")
+    for whole_n in (1000, args.rss_n):
+        wall, rss_mb = whole_process(whole_n)
+        print(f"  whole process at N={whole_n}: {wall:.2f} s, {wall / whole_n * 1000:.2f} ms per task, "
+              f"peak RSS {rss_mb:.1f} MB  (RSS target ≤ 150 MB)")
 
     times = []
     for _ in range(5):

@@ -150,3 +150,10 @@ def test_no_docker_engine_is_a_setup_error_naming_how_to_start_one(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "docker" in proc.stderr.lower() and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r" / "results.jsonl").exists()
+
+
+def test_messages_name_a_benchmark_by_its_registered_name_even_when_its_class_has_none(tmp_path):
+    # The spec's benchmark class defines no `name`; the runtime gives the instance the name it is registered under.
+    proc = run_cli_subprocess("run", "seed_interactive", "nop", "mock", "-o", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    assert "benchmark 'seed_interactive' drives its own loop" in proc.stderr, proc.stderr

@@ -105,7 +105,6 @@ async def evaluate(
 # ---- end of the seed's code ---------------------------------------------------------------------------------
 
 ExampleInteractiveBenchmark.evaluate = evaluate  # type: ignore[method-assign]
-ExampleInteractiveBenchmark.name = "seed_interactive"
 
 # The upstream runner this test benchmark places in the environment: it asks the run's agent model (through
 # the gateway, with the OPENAI_* variables the runtime sets) whether to say "yes", and rewards a "yes". The

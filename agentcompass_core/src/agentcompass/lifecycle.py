@@ -9,6 +9,9 @@
 The runtime owns the environment: it is opened before ``prepare_task`` and closed after the last phase that
 needs it, on every path. Execution and scoring stay apart: a crash in ``evaluate`` is ``EVAL_ERROR`` and
 never hides a ``RUN_ERROR``; a result that is not ``COMPLETED`` keeps its status and error to the end.
+
+Why one module past 300 lines: it is one state machine, and its phases read top to bottom in
+:meth:`TaskAttempt._phases`; split, a reader would have to jump between files to follow one attempt.
 """
 
 from __future__ import annotations

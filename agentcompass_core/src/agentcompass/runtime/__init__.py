@@ -1,10 +1,17 @@
-"""The public API plugin authors import. Names here are a contract: they only ever grow."""
+"""The public API plugin authors import. Names here are a contract: they only ever grow.
+
+Beside this package's names: :mod:`agentcompass.runtime.executor` (the executor seam),
+:mod:`agentcompass.runtime.records` (typed run records), :mod:`agentcompass.runtime.providers` (for model
+providers), :mod:`agentcompass.runtime.logs` (the run's logger), :mod:`agentcompass.runtime.names`,
+:mod:`agentcompass.errors`, and the ``agentcompass.testing`` kit.
+"""
 
 from agentcompass.runtime.benchmark import BaseBenchmark, EvaluationEnvironmentMode, HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.harness import BaseHarness
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
+from agentcompass.runtime.records import RunSummary, TaskEvent
 from agentcompass.runtime.types import (
     EnvironmentSpec,
     ExecResult,
@@ -35,7 +42,9 @@ __all__ = [
     "PreparedTask",
     "RunRequest",
     "RunResult",
+    "RunSummary",
     "TaskSpec",
+    "TaskEvent",
     "TaskStatus",
     "Usage",
     "make_metric_contract",
