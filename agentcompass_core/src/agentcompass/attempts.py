@@ -18,8 +18,9 @@ import attrs
 
 from agentcompass.plugins import PluginHost
 from agentcompass.results.run_dir import RunDirectory
-from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec
+from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
 from agentcompass.runtime.records import TaskEvent
+from agentcompass.runtime.seeds import trial_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec, TaskStatus
 
 ResultCallback = Callable[[RunResult, int, int], None]
@@ -36,27 +37,30 @@ class AttemptQueue:
     timeouts: Mapping[str, float | None]
     specs: Mapping[str, EnvironmentSpec]
     gateway_env: Mapping[str, str]
-    #: Final results so far (a resumed run's included), by task id.
-    final: dict[str, RunResult]
+    #: Final results so far (a resumed run's included), by (task id, trial).
+    final: dict[tuple[str, int], RunResult]
     total: int
     stop_reason: Callable[[], str | None] = lambda: None
     on_result: ResultCallback | None = None
     _pending: deque[AttemptSpec] = attrs.field(factory=deque)
-    _in_flight: dict[tuple[str, int], AttemptSpec] = attrs.field(factory=dict)
-    _last_allowed: dict[str, int] = attrs.field(factory=dict)
+    _in_flight: dict[tuple[str, int, int], AttemptSpec] = attrs.field(factory=dict)
+    _last_allowed: dict[tuple[str, int], int] = attrs.field(factory=dict)
     _changed: asyncio.Event = attrs.field(factory=asyncio.Event)
 
-    def add(self, tasks: Iterable[TaskSpec], attempts_used: Mapping[str, int]) -> None:
-        """Queue each task's next attempt (after the ones a previous run already used)."""
-        for task in tasks:
-            attempt = attempts_used.get(task.task_id, 0) + 1
-            self._last_allowed[task.task_id] = attempt + self.request.retries
-            self._pending.append(self._spec(task, attempt))
+    def add(self, work: Iterable[tuple[TaskSpec, int]], attempts_used: Mapping[tuple[str, int], int],
+            rescores: Mapping[tuple[str, int], Rescore] | None = None) -> None:
+        """Queue the next attempt of each (task, trial), after the attempts a previous run already used."""
+        for task, trial in work:
+            key = (task.task_id, trial)
+            attempt = attempts_used.get(key, 0) + 1
+            self._last_allowed[key] = attempt + self.request.retries
+            self._pending.append(self._spec(task, trial, attempt, (rescores or {}).get(key)))
 
-    def _spec(self, task: TaskSpec, attempt: int) -> AttemptSpec:
+    def _spec(self, task: TaskSpec, trial: int, attempt: int, rescore: Rescore | None = None) -> AttemptSpec:
         return AttemptSpec(
             run_id=self.request.run_id, task=task, attempt=attempt, environment=self.specs[task.task_id],
-            timeouts=self.timeouts, request=self.request, gateway_env=self.gateway_env,
+            timeouts=self.timeouts, request=self.request, gateway_env=self.gateway_env, trial=trial,
+            seed=trial_seed(self.request.seed or 0, task.task_id, trial), rescore=rescore,
         )
 
     # -- the AttemptSource protocol ------------------------------------------------------------------
@@ -74,9 +78,10 @@ class AttemptQueue:
 
     def report(self, outcome: AttemptOutcome) -> None:
         result = outcome.result
-        spec = self._in_flight.pop((result.task_id, result.attempt), None)
+        spec = self._in_flight.pop((result.task_id, result.trial, result.attempt), None)
         if spec is None:
-            raise RuntimeError(f"outcome of an attempt that is not in flight: {result.task_id!r} #{result.attempt}")
+            raise RuntimeError(f"outcome of an attempt that is not in flight: {result.task_id!r} trial "
+                               f"{result.trial} attempt {result.attempt}")
         try:
             self._record(spec, outcome)
         finally:
@@ -85,19 +90,20 @@ class AttemptQueue:
     # -- recording -----------------------------------------------------------------------------------
 
     def _record(self, spec: AttemptSpec, outcome: AttemptOutcome) -> None:
-        result, task_id, attempt = outcome.result, spec.task.task_id, spec.attempt
+        result, task_id, trial, attempt = outcome.result, spec.task.task_id, spec.trial, spec.attempt
         if outcome.trajectory:
-            self.store.append_trajectory(task_id, attempt, outcome.trajectory)
-        if outcome.retryable and attempt < self._last_allowed[task_id]:
+            self.store.append_trajectory(task_id, trial, attempt, outcome.trajectory)
+        if outcome.retryable and attempt < self._last_allowed[(task_id, trial)]:
             self.store.append_attempt(result)
-            self.log.warning("task.retry", task_id=task_id, attempt=attempt, status=result.status.value,
-                             error=result.error)
+            self.log.warning("task.retry", task_id=task_id, trial=trial, attempt=attempt,
+                             status=result.status.value, error=result.error)
             self._event("task.retry", result)
-            self._pending.appendleft(self._spec(spec.task, attempt + 1))
+            self._pending.appendleft(self._spec(spec.task, trial, attempt + 1, spec.rescore))
             return
-        self.store.append_result(result)
-        self.final[task_id] = result
-        self.log.info("task.finished", task_id=task_id, attempt=attempt, status=result.status.value,
+        prepared = outcome.prepared
+        self.store.append_result(result, {"metadata": dict(prepared.metadata)} if prepared is not None else None)
+        self.final[(task_id, trial)] = result
+        self.log.info("task.finished", task_id=task_id, trial=trial, attempt=attempt, status=result.status.value,
                       error=result.error, metrics=dict(result.metrics))
         self._event("task.finished", result)
         if self.on_result is not None:
@@ -109,7 +115,7 @@ class AttemptQueue:
     def _event(self, kind: Any, result: RunResult) -> None:
         self.host.notify("agentcompass_task_event", event=TaskEvent(
             event=kind, run_id=self.request.run_id, task_id=result.task_id, attempt=result.attempt,
-            status=result.status.value, error=result.error, metrics=dict(result.metrics),
+            trial=result.trial, status=result.status.value, error=result.error, metrics=dict(result.metrics),
         ))
 
     def record_cancelled(self) -> None:
@@ -117,6 +123,6 @@ class AttemptQueue:
         for spec in self._in_flight.values():
             self.store.append_attempt(RunResult(
                 task_id=spec.task.task_id, category=spec.task.category, status=TaskStatus.CANCELLED,
-                attempt=spec.attempt, error="cancelled: the run was interrupted",
+                attempt=spec.attempt, trial=spec.trial, error="cancelled: the run was interrupted",
             ))
         self._in_flight.clear()

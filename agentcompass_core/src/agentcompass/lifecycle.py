@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -30,7 +31,7 @@ from agentcompass.errors import InfrastructureError, describe
 from agentcompass.models.metering import MeteredModel, TaskMeter
 from agentcompass.runtime.benchmark import HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentSession
-from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, ExecutionContext
+from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, ExecutionContext, Rescore
 from agentcompass.runtime.models import ModelError
 from agentcompass.runtime.types import ExecutionPlan, PreparedTask, RunResult, TaskSpec, TaskStatus
 
@@ -57,7 +58,8 @@ class Phase(enum.Enum):
 
 
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
-    Phase.PENDING: frozenset({Phase.PREPARING, Phase.FINISHED}),
+    # PENDING → EVALUATING: ``agentcompass evaluate`` scores a recorded result again, and runs nothing else.
+    Phase.PENDING: frozenset({Phase.PREPARING, Phase.EVALUATING, Phase.FINISHED}),
     Phase.PREPARING: frozenset({Phase.RUNNING, Phase.FINISHED}),
     Phase.RUNNING: frozenset({Phase.COLLECTING, Phase.FINISHED}),
     Phase.COLLECTING: frozenset({Phase.EVALUATING, Phase.FINISHED}),
@@ -143,9 +145,10 @@ class TaskAttempt:
         self.task, self.attempt, self.spec, self.timeouts = spec.task, spec.attempt, spec.environment, spec.timeouts
         task, attempt = spec.task, spec.attempt
         self.machine = AttemptMachine(
-            task.task_id, attempt, lambda prev, new: ctx.on_transition(task.task_id, attempt, prev, new)
+            task.task_id, attempt, lambda prev, new: ctx.on_transition(spec, prev, new)
         )
-        self.meter = TaskMeter(task.task_id, attempt)
+        self.prepared: PreparedTask | None = None
+        self.meter = TaskMeter(task.task_id, attempt, seed=spec.seed)
         self.timings: dict[str, float] = {}
         self._sessions: list[EnvironmentSession] = []
 
@@ -200,11 +203,14 @@ class TaskAttempt:
         started = time.perf_counter()
         clients, endpoints, revoke = ctx.models.grant(self.meter)
         metered = {role: MeteredModel(c, role, self.meter) for role, c in clients.items()}
-        artifacts_dir = ctx.artifacts_root(task.task_id, self.attempt)
+        spec = self.attempt_spec
+        artifacts_dir = ctx.artifacts_root(task.task_id, spec.trial, self.attempt)
         plan = ExecutionPlan(
-            run_id=self.attempt_spec.run_id,
+            run_id=spec.run_id,
             task_id=task.task_id,
             attempt=self.attempt,
+            trial=spec.trial,
+            seed=spec.seed,
             harness=ctx.request.harness,
             environment=ctx.request.environment,
             artifacts_dir=str(artifacts_dir),
@@ -219,7 +225,10 @@ class TaskAttempt:
         retryable = False
         try:
             try:
-                result, retryable = await self._phases(plan, base_env, artifacts_dir)
+                if spec.rescore is not None:
+                    result, retryable = await self._rescore(spec.rescore, plan, base_env, artifacts_dir)
+                else:
+                    result, retryable = await self._phases(plan, base_env, artifacts_dir)
             except _PhaseFailed as failed:
                 result = RunResult(
                     task_id=task.task_id,
@@ -241,11 +250,13 @@ class TaskAttempt:
         result = replace(
             result,
             attempt=self.attempt,
+            trial=spec.trial,
+            seed=spec.seed,
             category=result.category if result.category is not None else task.category,
             timings={**result.timings, **self.timings},
             usage={**result.usage, **({"models": self.meter.totals()} if self.meter.calls else {})},
         )
-        return AttemptOutcome(result, retryable, tuple(c.to_json() for c in self.meter.calls))
+        return AttemptOutcome(result, retryable, tuple(c.to_json() for c in self.meter.calls), self.prepared)
 
     async def _phases(
         self, plan: ExecutionPlan, base_env: dict[str, str], artifacts_dir: Path
@@ -264,6 +275,7 @@ class TaskAttempt:
             prepared = await _within(timeouts.get("prepare"), bench.prepare_task(task, req, plan, env))
             if not isinstance(prepared, PreparedTask):
                 raise TypeError(f"prepare_task returned {type(prepared).__name__}, not a PreparedTask")
+            self.prepared = prepared
         except Exception as exc:
             failure = classify("prepare_task", exc, timeouts.get("prepare"))
             raise _PhaseFailed(TaskStatus.PREPARE_ERROR, failure) from None
@@ -314,11 +326,22 @@ class TaskAttempt:
         mode = bench.evaluation_environment_mode
         if mode != "reuse":
             await self._close_environment(env)
+        return await self._evaluate(plan, base_env, prepared, result, retryable, env if mode == "reuse" else None,
+                                    artifacts_dir)
+
+    async def _evaluate(
+        self, plan: ExecutionPlan, base_env: dict[str, str], prepared: PreparedTask, result: RunResult,
+        retryable: bool, env: EnvironmentSession | None, artifacts_dir: Path,
+    ) -> tuple[RunResult, bool]:
+        """The evaluate phase: in ``env`` when given, else in no environment (mode ``none``) or in a fresh one
+        holding the collected artifacts under ``artifacts/`` (mode ``fresh``)."""
+        task, req, bench, timeouts = self.task, self.ctx.request, self.ctx.benchmark, self.timeouts
         self.machine.advance(Phase.EVALUATING)
         t0 = time.perf_counter()
-        eval_env: EnvironmentSession | None = env if mode == "reuse" else None
+        eval_env = env
+        opening = env is None and bench.evaluation_environment_mode != "none"
         try:
-            if mode == "fresh":
+            if opening:
                 eval_env = await self._open_environment(base_env)
                 if artifacts_dir.is_dir():  # noqa: ASYNC240 - one stat
                     await eval_env.upload(artifacts_dir, "artifacts")
@@ -331,7 +354,7 @@ class TaskAttempt:
             )
             result = self._keep_error(result, evaluated)
         except Exception as exc:
-            if mode == "fresh" and eval_env is None:
+            if opening and eval_env is None:
                 failure = _environment_failure(exc, timeouts, "evaluation environment")
             else:
                 failure = classify("evaluate", exc, timeouts.get("evaluate"))
@@ -340,6 +363,23 @@ class TaskAttempt:
                 result = self._error(TaskStatus.EVAL_ERROR, failure.message, "evaluate", base=result)
         self._timed("evaluate", t0)
         return result, retryable
+
+    async def _rescore(
+        self, rescore: Rescore, plan: ExecutionPlan, base_env: dict[str, str], artifacts_dir: Path
+    ) -> tuple[RunResult, bool]:
+        """``agentcompass evaluate``: the recorded result scored again by the benchmark as installed now, in a
+        fresh environment holding the recorded artifacts (unless the benchmark evaluates in none). A result that
+        was not ``COMPLETED`` keeps its status and error, unscored."""
+        self.prepared = rescore.prepared
+        source = rescore.result
+        if source.status is not TaskStatus.COMPLETED:
+            return replace(source, metrics={}), False
+        source_dir = self.ctx.source_artifacts(self.task.task_id, source.trial, source.attempt) \
+            if self.ctx.source_artifacts else None
+        if source_dir is not None and source_dir.is_dir():
+            await asyncio.to_thread(shutil.copytree, source_dir, artifacts_dir, dirs_exist_ok=True)
+        unscored = replace(source, metrics={}, timings={})
+        return await self._evaluate(plan, base_env, rescore.prepared, unscored, False, None, artifacts_dir)
 
     def _error(
         self, status: TaskStatus, error: str, phase: str, base: RunResult | None = None

@@ -21,6 +21,7 @@ from agentcompass.runtime.environment import EnvironmentProvider
 from agentcompass.runtime.executor import Executor
 from agentcompass.runtime.harness import BaseHarness
 from agentcompass.runtime.metrics import MetricContract
+from agentcompass.runtime.seeds import SEED_LIMIT
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
 
 NO_HARNESS = "none"
@@ -187,6 +188,10 @@ def check_request(req: RunRequest) -> None:
         raise UsageError("--max-environments must be at least 1")
     if req.retries < 0:
         raise UsageError("--retries must be 0 or more")
+    if req.trials < 1:
+        raise UsageError(f"--trials must be at least 1, got {req.trials}")
+    if req.seed is not None and not 0 <= req.seed < SEED_LIMIT:
+        raise UsageError(f"--seed must be from 0 to {SEED_LIMIT - 1}, got {req.seed}")
     if req.limit is not None and req.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {req.limit} (leave it out to run every task)")
     if req.timeout is not None:

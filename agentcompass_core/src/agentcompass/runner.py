@@ -30,7 +30,7 @@ from pathlib import Path
 import attrs
 
 from agentcompass.attempts import AttemptQueue, ResultCallback
-from agentcompass.errors import ResultsError, RunInterrupted
+from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
 from agentcompass.logging import make_run_logger
@@ -38,6 +38,7 @@ from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.roles import GatewayModelAccess, build_clients, model_ids, spent_usd
 from agentcompass.plugins import PluginHost
 from agentcompass.redaction import Redactor
+from agentcompass.rescoring import RescoreSource
 from agentcompass.resolve import (
     Resolved,
     check_request,
@@ -49,10 +50,11 @@ from agentcompass.resolve import (
 )
 from agentcompass.results.run_dir import LOGS, RunDirectory
 from agentcompass.results.summary import build_run_info, build_summary, contract_json
-from agentcompass.runtime.executor import ExecutionContext
+from agentcompass.runtime.executor import AttemptSpec, ExecutionContext
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.records import RunInfo, RunPlan, RunSummary, TaskEvent
+from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
 
 
@@ -92,6 +94,10 @@ class Runner:
     handle_signals: bool = True
     #: Told of every signal the run receives: its name and how many have arrived.
     on_signal: Callable[[str, int], None] | None = None
+    #: Request fields the user gave explicitly (the CLI says which): on resume they override the saved ones.
+    given: frozenset[str] = frozenset()
+    #: ``agentcompass evaluate``: the run directory whose recorded results are scored again (into ``run_dir``).
+    rescore_from: Path | None = None
 
     async def run(self) -> RunOutcome:
         interrupts = Interrupts(enabled=self.handle_signals, on_signal=self.on_signal)
@@ -111,15 +117,22 @@ class Runner:
         check_request(req)
         store: RunDirectory | None = None
         previous: RunInfo | None = None
+        source: RescoreSource | None = None
         if self.resume:
             assert self.run_dir is not None
             store = RunDirectory.open_existing(self.run_dir)
             previous = store.read_run_info()
             req = self._merge_resumed_request(store, previous.request)
+        elif self.rescore_from is not None:
+            source = RescoreSource.open(self.rescore_from)
+            req = source.request(self.request, new_run_id(), self.given)
         else:
-            req = replace(req, run_id=req.run_id or new_run_id())
+            req = replace(req, run_id=req.run_id or new_run_id(),
+                          seed=req.seed if req.seed is not None else new_run_seed())
         resolved = resolve(self.host, req)
         tasks = await load_tasks(resolved.benchmark, req)
+        if source is not None:
+            tasks = source.check(resolved.benchmark, tasks)
         all_specs = environment_specs(resolved.benchmark, req, tasks)
         clients = build_clients(self.host, req)
         try:
@@ -132,7 +145,8 @@ class Runner:
                 store.prepare_to_append()
             store.redactor = redactor
             try:
-                return await self._execute(req, resolved, tasks, all_specs, clients, store, previous, interrupts)
+                return await self._execute(req, resolved, tasks, all_specs, clients, store, previous, interrupts,
+                                           source)
             finally:
                 store.close()
         finally:
@@ -149,8 +163,16 @@ class Runner:
                     f"{store.path} belongs to a run of {field} {getattr(old, field)!r}, not {given!r}; "
                     "resume it with the same benchmark, harness and model (or leave them out)"
                 )
+        trials = old.trials
+        if "trials" in self.given:
+            if new.trials < old.trials:
+                raise UsageError(f"{store.path} has {old.trials} trials per task; --resume can add trials "
+                                 f"(--trials {old.trials + 1} or more), not drop them (--trials {new.trials})")
+            trials = new.trials
+        if "seed" in self.given and new.seed != old.seed:
+            raise UsageError(f"{store.path} was run with --seed {old.seed}; a resume keeps it (leave --seed out)")
         return replace(
-            old, **{f: getattr(new, f) for f in RESUMABLE_FIELDS},
+            old, **{f: getattr(new, f) for f in RESUMABLE_FIELDS}, trials=trials,
             model_base_url=new.model_base_url or old.model_base_url,
             model_api_key_env=new.model_api_key_env or old.model_api_key_env,
             max_cost=new.max_cost if new.max_cost is not None else old.max_cost,
@@ -166,15 +188,21 @@ class Runner:
         store: RunDirectory,
         previous: RunInfo | None,
         interrupts: Interrupts,
+        source: RescoreSource | None,
     ) -> RunOutcome:
         log = make_run_logger(store.stream(LOGS), store.redactor, run_id=req.run_id)
         with bound_run_logger(log):
             started_at = time.time()
             finished = store.final_results() if self.resume else {}
             attempts_used = store.attempt_counts() if self.resume else {}
-            for warning in store.warnings:
+            for warning in [*store.warnings, *(source.store.warnings if source else ())]:
                 log.warning("results.damaged_line", detail=warning)
-            todo = [t for t in tasks if t.task_id not in finished]
+            if source is not None:
+                by_id = {t.task_id: t for t in tasks}
+                work = [(by_id[tid], trial) for tid, trial in source.records]
+            else:
+                work = [(t, trial) for trial in range(1, req.trials + 1) for t in tasks]
+            todo = [(t, trial) for t, trial in work if (t.task_id, trial) not in finished]
             final = dict(finished)
             provider = resolved.provider
             gateway = ModelGateway(model_ids(req))
@@ -182,7 +210,7 @@ class Runner:
             context: ExecutionContext | None = None
             try:
                 await gateway.start()
-                specs = {t.task_id: all_specs[t.task_id] for t in todo}
+                specs = {t.task_id: all_specs[t.task_id] for t, _ in todo}
                 await provider.setup(list({id(s): s for s in specs.values()}.values()), run_id=req.run_id)
                 base_url, gateway_env = provider.gateway_address(
                     host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
@@ -194,23 +222,25 @@ class Runner:
                     models=access, artifacts_root=store.artifacts_dir,
                     environment_slots=asyncio.Semaphore(req.max_environments) if req.max_environments else None,
                     on_transition=self._transition_observer(req, log),
+                    source_artifacts=source.store.artifacts_dir if source else None,
                 )
                 queue = AttemptQueue(
                     request=req, store=store, host=self.host, log=log, timeouts=phase_timeouts(req),
                     specs=specs, gateway_env=gateway_env,
-                    final=final, total=len(tasks), stop_reason=lambda: access.stop_reason if access else None,
+                    final=final, total=len(work), stop_reason=lambda: access.stop_reason if access else None,
                     on_result=self.on_result,
                 )
-                queue.add(todo, attempts_used)
+                queue.add(todo, attempts_used, source.rescores() if source else None)
                 store.write_run_info(build_run_info(req, self._plan(req, resolved), resolved.plugin_versions,
-                                                    previous, started_at))
+                                                    previous, started_at, source.derived_from() if source else None))
                 log.info("run.started", benchmark=req.benchmark, harness=req.harness, model=req.model,
                          environment=req.environment, executor=req.executor, n_tasks=len(tasks),
-                         n_todo=len(todo), resumed=self.resume)
+                         trials=req.trials, seed=req.seed, n_todo=len(todo), resumed=self.resume,
+                         rescoring=str(source.path) if source else None)
                 self.host.notify("agentcompass_run_started", run_id=req.run_id, request=req,
                                  run_dir=str(store.path))
                 if self.on_start:
-                    self.on_start(len(tasks), len(finished))
+                    self.on_start(len(work), len(finished))
                 try:
                     await resolved.executor.execute(queue, context)
                 finally:
@@ -233,7 +263,7 @@ class Runner:
                 with contextlib.suppress(BaseException):
                     await gateway.stop()
             summary = build_summary(
-                req, resolved.contract, tasks, final, interrupted=interrupts.interrupted,
+                req, resolved.contract, work, final, interrupted=interrupts.interrupted,
                 # A budget or a fatal model error (bad credentials) stops scheduling; unrun tasks stay resumable.
                 stopped_reason=access.stop_reason if access is not None else None,
                 duration_s=time.time() - started_at, run_dir=str(store.path),
@@ -244,15 +274,17 @@ class Runner:
             self.host.notify("agentcompass_run_finished", run_id=req.run_id, summary=summary)
             return RunOutcome(store.path, summary, summary.interrupted)
 
-    def _transition_observer(self, req: RunRequest, log: object) -> Callable[[str, int, object, object], None]:
+    def _transition_observer(self, req: RunRequest, log: object) -> Callable[[AttemptSpec, object, object], None]:
         notify, run_id = self.host.notify, req.run_id
         debug = log.debug  # type: ignore[attr-defined]
 
-        def on_transition(task_id: str, attempt: int, prev: object, new: object) -> None:
+        def on_transition(spec: AttemptSpec, prev: object, new: object) -> None:
             previous, phase = prev.value, new.value  # type: ignore[attr-defined]
-            debug("task.phase", task_id=task_id, attempt=attempt, previous=previous, phase=phase)
+            task_id, trial, attempt = spec.task.task_id, spec.trial, spec.attempt
+            debug("task.phase", task_id=task_id, trial=trial, attempt=attempt, previous=previous, phase=phase)
             notify("agentcompass_task_event", event=TaskEvent(
-                event="task.phase", run_id=run_id, task_id=task_id, attempt=attempt, phase=phase, previous=previous))
+                event="task.phase", run_id=run_id, task_id=task_id, attempt=attempt, trial=trial, phase=phase,
+                previous=previous))
 
         return on_transition
 

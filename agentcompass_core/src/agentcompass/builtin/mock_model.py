@@ -9,9 +9,11 @@ It behaves like a very literal tool-using agent, so offline demos produce a real
   value that occurs, another string parameter the next unused quoted string;
 * when no tool fits, or a required argument cannot be filled, it acknowledges the message in text.
 
-Options (``--model-arg``): ``latency`` seconds per call (e.g. ``0.1``). The usual generation settings
-(``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...) are accepted and have no effect; anything else is a
-usage error.
+Options (``--model-arg``): ``latency`` seconds per call (e.g. ``0.1``); ``error_rate`` P in [0, 1]: with
+probability P a call that would call a tool answers in text instead ("I cannot do that."), drawn from the
+call's ``seed`` (the runtime passes each (task, trial)'s seed), so trials differ and a run with the same
+``--seed`` answers the same way. The usual generation settings (``temperature``, ``top_p``, ``max_tokens``,
+...) are accepted and have no effect; anything else is a usage error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import random
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,7 +29,7 @@ from typing import Any
 from agentcompass.errors import UsageError
 from agentcompass.runtime.models import ChatResponse, ModelClient, Usage
 
-OPTIONS = ("latency",)
+OPTIONS = ("latency", "error_rate")
 #: Generation settings other providers take; the mock accepts them, so a command line works with either.
 IGNORED_SETTINGS = frozenset({
     "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "presence_penalty",
@@ -83,7 +86,11 @@ def _pick_tool(tools: Sequence[Mapping[str, Any]], text: str) -> tuple[str, dict
 
 
 class MockModel(ModelClient):
-    def __init__(self, model: str = "", latency: float | str = 0.0, *, settings: Any = None, **options: Any) -> None:
+    #: It takes a ``seed`` generation setting (the runtime then passes each trial's seed).
+    accepts_seed = True
+
+    def __init__(self, model: str = "", latency: float | str = 0.0, error_rate: float | str = 0.0, *,
+                 settings: Any = None, **options: Any) -> None:
         unknown = sorted(set(options) - IGNORED_SETTINGS)
         if unknown:
             raise UsageError(
@@ -97,6 +104,12 @@ class MockModel(ModelClient):
             raise UsageError(f"model 'mock': latency must be a number of seconds, got {latency!r}") from None
         if not self.latency >= 0:
             raise UsageError(f"model 'mock': latency must be 0 or more seconds, got {latency!r}")
+        try:
+            self.error_rate = float(error_rate)
+        except ValueError:
+            self.error_rate = -1.0
+        if not 0.0 <= self.error_rate <= 1.0:
+            raise UsageError(f"model 'mock': error_rate must be a probability from 0 to 1, got {error_rate!r}")
         self.calls = 0
 
     async def chat(
@@ -110,6 +123,8 @@ class MockModel(ModelClient):
             await asyncio.sleep(self.latency)
         self.calls += 1
         message = self._reply(messages, tools or ())
+        if message.get("tool_calls") and self.error_rate and self._errs(messages, params.get("seed")):
+            message = {"role": "assistant", "content": "I cannot do that."}
         completion = len(str(message.get("content") or "").split()) + 8 * len(message.get("tool_calls", []))
         return ChatResponse(
             message=message,
@@ -117,6 +132,11 @@ class MockModel(ModelClient):
             usage=Usage(prompt_tokens=count_tokens(messages), completion_tokens=completion),
             finish_reason="tool_calls" if message.get("tool_calls") else "stop",
         )
+
+    def _errs(self, messages: Sequence[Mapping[str, Any]], seed: Any) -> bool:
+        """Whether this call answers wrongly: a draw from the seed and the conversation, so reproducible."""
+        digest = hashlib.sha256(json.dumps(list(messages), default=str, sort_keys=True).encode()).hexdigest()
+        return random.Random(f"{seed}:{digest}").random() < self.error_rate
 
     def _reply(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> dict:
         last = messages[-1] if messages else {"role": "user", "content": ""}

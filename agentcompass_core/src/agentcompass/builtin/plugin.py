@@ -65,9 +65,11 @@ def register_metric_contracts(register):  # type: ignore[no-untyped-def]
     register("score", lambda: make_metric_contract(primary="score", scalar=("score",), labels={"score": "Score"}))
     register(
         "pass_rate",
-        lambda: make_metric_contract(primary="passed", scalar=("passed",), labels={"passed": "Pass rate"}),
+        lambda: make_metric_contract(primary="passed", scalar=("passed",), labels={"passed": "Pass rate"},
+                                     binary=True),
     )
     register(
         "reward",
-        lambda: make_metric_contract(primary="reward", scalar=("reward",), labels={"reward": "Reward"}),
+        lambda: make_metric_contract(primary="reward", scalar=("reward",), labels={"reward": "Reward"},
+                                     binary=True),
     )

@@ -15,6 +15,7 @@ import click
 
 from agentcompass import __version__
 from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
+from agentcompass.cli.evaluate import compare_command, evaluate_command
 from agentcompass.cli.run import run_command
 from agentcompass.exit_codes import ExitCode
 from agentcompass.plugins import PluginHost, load_plugins
@@ -39,6 +40,7 @@ def cli() -> None:
 
 
 cli.add_command(run_command)
+cli.add_command(evaluate_command)
 
 
 # -- plugins ---------------------------------------------------------------------------------------------
@@ -113,6 +115,9 @@ def tasks_list(ctx: click.Context, benchmark: str, benchmark_arg: tuple[str, ...
 @cli.group("results")
 def results_group() -> None:
     """Inspect run directories."""
+
+
+results_group.add_command(compare_command)
 
 
 @results_group.command("show")

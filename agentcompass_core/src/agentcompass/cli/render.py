@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentcompass.runtime.records import RunSummary
+from agentcompass.comparison import Comparison
+from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -20,18 +21,51 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _mean_ci(m: MetricAggregate) -> str:
+    if m.mean is None:
+        return "-"
+    if m.ci95 is None:
+        return f"{m.mean:.4f}"
+    return f"{m.mean:.4f} ± {(m.ci95[1] - m.ci95[0]) / 2:.4f}"
+
+
+def pass_k_text(pass_k: Sequence[PassAtK], n_errored: int) -> str:
+    hat = "  ".join(f"pass^{p.k}={p.pass_hat_k:.4f}" for p in pass_k)
+    at = "  ".join(f"pass@{p.k}={p.pass_at_k:.4f}" for p in pass_k)
+    return f"{hat}\n{at}  (errored trials, counted as failures: {n_errored})"
+
+
 def summary_text(summary: RunSummary) -> str:
+    trials = f" × {summary.trials} trials" if summary.trials > 1 else ""
     lines = [
-        f"run {summary.run_id}: {summary.benchmark} / {summary.harness} / {summary.model} on {summary.environment}",
-        f"tasks: {summary.n_tasks}  " + "  ".join(f"{k}: {v}" for k, v in sorted(summary.status_counts.items())),
+        f"run {summary.run_id}: {summary.benchmark} / {summary.harness} / {summary.model} on {summary.environment}"
+        + (f" (seed {summary.seed})" if summary.seed is not None else ""),
+        f"tasks: {summary.n_tasks}{trials}  "
+        + "  ".join(f"{k}: {v}" for k, v in sorted(summary.status_counts.items())),
     ]
     rows = []
     groups = [("all", summary.metrics.overall)]
     groups += [(category, group.metrics) for category, group in summary.metrics.by_category.items()]
     for category, metrics in groups:
         for name, m in metrics.items():
-            rows.append([m.label or name, category, _fmt(m.mean), _fmt(m.mean_completed), m.n, m.n_errored])
+            rows.append([m.label or name, category, _mean_ci(m), _fmt(m.mean_completed), m.n, m.n_errored])
     if rows:
-        lines.append(table(["metric", "category", "mean (errors=0)", "mean (completed)", "n", "errored"], rows))
+        lines.append(table(["metric", "category", "mean ± 95% CI (errors=0)", "mean (completed)", "n", "errored"],
+                           rows))
+    if summary.metrics.pass_k:
+        errored = sum(v for k, v in summary.status_counts.items() if k != "COMPLETED")
+        lines.append(pass_k_text(summary.metrics.pass_k, errored))
     lines.append(f"run directory: {summary.run_dir}")
     return "\n".join(lines)
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"[{ci[0]:+.4f}, {ci[1]:+.4f}]"
+
+
+def comparison_text(c: Comparison) -> str:
+    rows = [[m.metric, m.category or "all", m.n_tasks, _fmt(m.a.mean), _fmt(m.b.mean), f"{m.difference:+.4f}",
+             _ci(m.ci95), f"{m.b_better}/{m.b_worse}/{m.equal}"] for m in c.metrics]
+    head = f"{c.b} against {c.a} ({c.benchmark}, {c.n_shared_tasks} shared tasks): B − A, paired by task"
+    return head + "\n" + table(["metric", "category", "tasks", "A mean", "B mean", "B − A", "95% CI",
+                                "B better/worse/equal"], rows)

@@ -29,6 +29,8 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
     ("model_args", ("--model-arg", "-m"), {"help": "Generation setting or option of the agent's model."}),
     ("executor", ("--executor",), {"help": "Where attempts run (see 'agentcompass plugins list')."}),
     ("executor_args", ("--executor-arg",), {"help": "Option for the executor."}),
+    ("trials", ("--trials",), {"type": int, "help": "Runs of each task; with --resume, more extends a run."}),
+    ("seed", ("--seed",), {"type": int, "help": "The run's seed (default: a fresh one, recorded in run.json)."}),
     ("concurrency", ("--concurrency", "-c"), {"type": int, "help": "Tasks run at once."}),
     ("max_environments", ("--max-environments",),
      {"type": int, "help": "Live environments at once (default: no bound beyond --concurrency)."}),
@@ -81,6 +83,12 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             kwargs.update(default=default, show_default=default is not None and default != "")
         command = click.option(*decls, field, **kwargs)(command)
     return command
+
+
+def given_options(ctx: click.Context) -> frozenset[str]:
+    """The request fields the user set on the command line (not left at their defaults)."""
+    return frozenset(field for field, _, _ in RUN_OPTIONS
+                     if ctx.get_parameter_source(field) not in (None, click.core.ParameterSource.DEFAULT))
 
 
 def request_from_options(benchmark: str, harness: str, model: str, user_model: str | None,
@@ -153,7 +161,8 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
             click.echo(f"{name}: still stopping; the clean-up finishes on its own (it cannot be skipped)", err=True)
 
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None,
-                    on_result=progress.task_done, on_start=progress.start, on_signal=on_signal)
+                    on_result=progress.task_done, on_start=progress.start, on_signal=on_signal,
+                    given=given_options(ctx))
     with cli_errors():
         try:
             outcome = asyncio.run(runner.run())

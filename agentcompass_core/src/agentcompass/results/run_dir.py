@@ -3,10 +3,11 @@
 * ``run.json`` — the request, the resolved plan and plugin versions; never a secret.
 * ``results.jsonl`` — one line per task: its final ``RunResult``.
 * ``attempts.jsonl`` — attempts that were retried or cancelled (not final).
-* ``trajectories.jsonl`` — every model call, one per line, with ``task_id`` and ``attempt``.
+* ``trajectories.jsonl`` — every model call, one per line, with ``task_id``, ``trial`` and ``attempt``.
 * ``summary.json`` — aggregated metrics and status counts.
 * ``logs.jsonl`` — structured logs.
-* ``artifacts/<task>/attempt-<n>/`` — files that ``collect_artifacts`` saved.
+* ``artifacts/<task>/attempt-<n>/`` — files that ``collect_artifacts`` saved (``artifacts/<task>/trial-<t>/
+  attempt-<n>/`` for trials after the first).
 
 Lines are appended and flushed as each task finishes, so a killed process loses at most the line it was
 writing; a torn last line is cut off when the run is resumed (never by a reader such as ``results show``).
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -75,6 +76,10 @@ def read_jsonl(path: Path, warnings: list[str] | None = None) -> Iterator[tuple[
                 _warn(warnings, path, number, f"holds {type(data).__name__}, not a JSON object")
                 continue
             yield number, data
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _warn(warnings: list[str] | None, path: Path, number: int, what: str) -> None:
@@ -159,10 +164,14 @@ class RunDirectory:
         except RecordError as exc:
             raise ResultsError(f"{path} is damaged: {exc}") from None
 
-    def final_results(self) -> dict[str, RunResult]:
-        """The final record of every finished task (the last line wins if a task appears twice). Lines that
-        are not valid results are skipped with a warning, so their tasks count as unfinished."""
-        out: dict[str, RunResult] = {}
+    def final_results(self) -> dict[tuple[str, int], RunResult]:
+        """The final record of every finished (task, trial) (the last line wins if one appears twice). Lines
+        that are not valid results are skipped with a warning, so their pairs count as unfinished."""
+        return {key: result for key, (result, _) in self.final_records().items()}
+
+    def final_records(self) -> dict[tuple[str, int], tuple[RunResult, dict[str, Any]]]:
+        """Like :meth:`final_results`, each with its raw line (which also holds ``prepared``)."""
+        out: dict[tuple[str, int], tuple[RunResult, dict[str, Any]]] = {}
         path = self.path / RESULTS
         for number, data in read_jsonl(path, self.warnings):
             try:
@@ -170,18 +179,19 @@ class RunDirectory:
             except RecordError as exc:
                 _warn(self.warnings, path, number, f"not a valid result ({exc})")
                 continue
-            out[result.task_id] = result
+            out[(result.task_id, result.trial)] = (result, data)
         return out
 
-    def attempt_counts(self) -> dict[str, int]:
-        """The highest attempt number each task has used in any file (results, attempts, trajectories), so a
-        re-run after a resume gets a new number even when the result of its last attempt was torn."""
-        counts: dict[str, int] = {}
+    def attempt_counts(self) -> dict[tuple[str, int], int]:
+        """The highest attempt number each (task, trial) has used in any file (results, attempts,
+        trajectories), so a re-run after a resume gets a new number even when its last result was torn."""
+        counts: dict[tuple[str, int], int] = {}
         for name in (RESULTS, ATTEMPTS, TRAJECTORIES):
             for _, data in read_jsonl(self.path / name):
-                tid, attempt = data.get("task_id"), data.get("attempt")
-                if isinstance(tid, str) and isinstance(attempt, int) and not isinstance(attempt, bool):
-                    counts[tid] = max(counts.get(tid, 0), attempt)
+                tid, attempt, trial = data.get("task_id"), data.get("attempt"), data.get("trial", 1)
+                if isinstance(tid, str) and isinstance(attempt, int) and isinstance(trial, int) \
+                        and _count(attempt) and _count(trial):
+                    counts[(tid, trial)] = max(counts.get((tid, trial), 0), attempt)
         return counts
 
     # -- writing -------------------------------------------------------------------------------------
@@ -212,20 +222,26 @@ class RunDirectory:
         if time.monotonic() - self._last_sync >= FSYNC_INTERVAL:
             self.sync()
 
-    def append_result(self, result: RunResult) -> None:
-        self._append(RESULTS, result_to_json(result))
+    def append_result(self, result: RunResult, prepared: Mapping[str, Any] | None = None) -> None:
+        """A final result; ``prepared`` (what ``prepare_task`` returned) is kept beside it for re-scoring."""
+        line = result_to_json(result)
+        if prepared is not None:
+            line["prepared"] = prepared
+        self._append(RESULTS, line)
 
     def append_attempt(self, result: RunResult) -> None:
         self._append(ATTEMPTS, result_to_json(result))
 
-    def append_trajectory(self, task_id: str, attempt: int, calls: Any) -> None:
+    def append_trajectory(self, task_id: str, trial: int, attempt: int, calls: Any) -> None:
         self._append(
             TRAJECTORIES,
-            *({"task_id": task_id, "attempt": attempt, "index": i, **call} for i, call in enumerate(calls)),
+            *({"task_id": task_id, "trial": trial, "attempt": attempt, "index": i, **call}
+              for i, call in enumerate(calls)),
         )
 
-    def artifacts_dir(self, task_id: str, attempt: int) -> Path:
-        return self.path / ARTIFACTS / safe_name(task_id) / f"attempt-{attempt}"
+    def artifacts_dir(self, task_id: str, trial: int, attempt: int) -> Path:
+        task_dir = self.path / ARTIFACTS / safe_name(task_id)
+        return (task_dir if trial == 1 else task_dir / f"trial-{trial}") / f"attempt-{attempt}"
 
     def sync(self) -> None:
         self._last_sync = time.monotonic()

@@ -33,25 +33,26 @@ def role_usage(results: Iterable[RunResult]) -> dict[str, RoleUsage]:
 def build_summary(
     req: RunRequest,
     contract: MetricContract,
-    tasks: Sequence[TaskSpec],
-    final: Mapping[str, RunResult],
+    work: Sequence[tuple[TaskSpec, int]],
+    final: Mapping[tuple[str, int], RunResult],
     *,
     interrupted: bool,
     stopped_reason: str | None,
     duration_s: float,
     run_dir: str,
 ) -> RunSummary:
-    """The run's summary. Every task of the run is counted: one without a final record as ``CANCELLED``."""
-    known = {t.task_id for t in tasks}
-    results = [r for tid, r in final.items() if tid in known]
+    """The run's summary. Every (task, trial) of the run is counted: one without a final record as
+    ``CANCELLED``; the metrics are over the finished ones (errors as 0)."""
+    results = [final[key] for t, trial in work if (key := (t.task_id, trial)) in final]
     overall, metrics = aggregate(contract, results)
     status_counts = dict(overall.status_counts)
-    not_finished = len(tasks) - len(results)
+    not_finished = len(work) - len(results)
     if not_finished:
         status_counts[TaskStatus.CANCELLED.value] = status_counts.get(TaskStatus.CANCELLED.value, 0) + not_finished
     return RunSummary(
         run_id=req.run_id, benchmark=req.benchmark, harness=req.harness, model=req.model,
-        environment=req.environment, executor=req.executor, n_tasks=len(tasks), n_finished=len(results),
+        environment=req.environment, executor=req.executor, n_tasks=len({t.task_id for t, _ in work}),
+        trials=req.trials, seed=req.seed, n_finished=len(results),
         status_counts=status_counts, interrupted=interrupted, stopped_reason=stopped_reason,
         primary_metric=contract.primary, metrics=metrics, usage=role_usage(results),
         duration_s=round(duration_s, 3), run_dir=run_dir,
@@ -59,7 +60,8 @@ def build_summary(
 
 
 def build_run_info(
-    req: RunRequest, plan: RunPlan, plugins: Mapping[str, str | None], previous: RunInfo | None, started_at: float
+    req: RunRequest, plan: RunPlan, plugins: Mapping[str, str | None], previous: RunInfo | None, started_at: float,
+    derived_from: Mapping[str, str] | None = None,
 ) -> RunInfo:
     """``run.json``; a resumed run keeps its creation time and adds this resume's time."""
     now = datetime.now(UTC).isoformat()
@@ -71,6 +73,7 @@ def build_run_info(
         request=req,
         plan=plan,
         plugins=dict(plugins),
+        derived_from=previous.derived_from if previous else derived_from,
     )
 
 

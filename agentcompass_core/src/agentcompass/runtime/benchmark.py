@@ -37,12 +37,18 @@ class BaseBenchmark:
       environment from the same spec, holding the files ``collect_artifacts`` saved into
       ``plan.artifacts_dir`` under ``artifacts/``.
     * ``required_model_roles`` — roles that must be configured (``"agent"``, ``"user"``, ``"judge"``).
+    * ``evaluate_needs_live_environment`` — ``evaluate`` reads state that only the task's live environment holds
+      (not the collected artifacts nor the result), so ``agentcompass evaluate`` refuses to score a finished run
+      again. When False (the default), a re-scored ``reuse`` benchmark gets a fresh environment with the
+      collected artifacts under ``artifacts/``, as ``fresh`` does.
+    * ``metric_contract`` may also be the name of a registered contract (``"score"``, ``"reward"``, ...).
     """
 
     name: ClassVar[str] = ""
-    metric_contract: ClassVar[MetricContract] = make_metric_contract(primary="score", scalar=("score",))
+    metric_contract: ClassVar[MetricContract | str] = make_metric_contract(primary="score", scalar=("score",))
     evaluation_environment_mode: ClassVar[EvaluationEnvironmentMode] = "none"
     required_model_roles: ClassVar[tuple[str, ...]] = ("agent",)
+    evaluate_needs_live_environment: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
         """``options`` come from ``--benchmark-arg key=value``. Reject unknown ones with

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 
-from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec
+from agentcompass.runtime.types import EnvironmentSpec, PreparedTask, RunRequest, RunResult, TaskSpec
 
 if TYPE_CHECKING:
     from agentcompass.models.access import ModelAccess
@@ -63,6 +63,10 @@ class AttemptSpec:
     :param request: the run's request.
     :param gateway_env: how code inside the environment reaches the run's model gateway (variables added to
         every ``exec``; the per-attempt token is issued when the attempt starts).
+    :param trial: which trial of the task (1..``request.trials``).
+    :param seed: the (task, trial)'s seed (:func:`agentcompass.runtime.seeds.trial_seed`).
+    :param rescore: for ``agentcompass evaluate``: the recorded final result and prepared task to score again;
+        the attempt then runs only the evaluate phase.
     """
 
     run_id: str
@@ -72,10 +76,21 @@ class AttemptSpec:
     timeouts: Mapping[str, float | None]
     request: RunRequest
     gateway_env: Mapping[str, str] = field(default_factory=dict)
+    trial: int = 1
+    seed: int = 0
+    rescore: Rescore | None = None
 
     @property
-    def key(self) -> tuple[str, int]:
-        return (self.task.task_id, self.attempt)
+    def key(self) -> tuple[str, int, int]:
+        return (self.task.task_id, self.trial, self.attempt)
+
+
+@dataclass(frozen=True)
+class Rescore:
+    """What ``agentcompass evaluate`` scores again: a recorded result and what ``prepare_task`` returned."""
+
+    result: RunResult
+    prepared: PreparedTask
 
 
 @dataclass(frozen=True)
@@ -86,11 +101,14 @@ class AttemptOutcome:
     :param retryable: the failure was the infrastructure's (an environment that did not start, a timeout):
         the runner may run the task again.
     :param trajectory: the attempt's model calls, one JSON-ready record each.
+    :param prepared: what ``prepare_task`` returned (recorded, so the result can be scored again later), or
+        ``None`` when the attempt did not get that far.
     """
 
     result: RunResult
     retryable: bool = False
     trajectory: tuple[Mapping[str, Any], ...] = ()
+    prepared: PreparedTask | None = None
 
 
 class AttemptSource(Protocol):
@@ -115,9 +133,9 @@ class ExecutionContext:
     :param harness: the harness instance, or ``None`` when the benchmark drives its own loop.
     :param provider: the environment provider.
     :param models: grants each attempt its model clients and gateway endpoints.
-    :param artifacts_root: ``(task_id, attempt) -> directory`` for ``plan.artifacts_dir``.
+    :param artifacts_root: ``(task_id, trial, attempt) -> directory`` for ``plan.artifacts_dir``.
     :param environment_slots: bounds live environments (``--max-environments``), or ``None``.
-    :param on_transition: called on every phase change ``(task_id, attempt, previous, new)``.
+    :param on_transition: called on every phase change ``(spec, previous, new)``.
     """
 
     request: RunRequest
@@ -125,9 +143,11 @@ class ExecutionContext:
     harness: BaseHarness | None
     provider: EnvironmentProvider
     models: ModelAccess
-    artifacts_root: Callable[[str, int], Path]
+    artifacts_root: Callable[[str, int, int], Path]
     environment_slots: asyncio.Semaphore | None = None
-    on_transition: Callable[[str, int, Any, Any], None] = lambda task_id, attempt, prev, new: None
+    on_transition: Callable[[AttemptSpec, Any, Any], None] = lambda spec, prev, new: None
+    #: Where a re-scored attempt's recorded artifacts are: ``(task_id, trial, attempt) -> directory``.
+    source_artifacts: Callable[[str, int, int], Path] | None = None
     #: Sessions open right now, closed by the runner's teardown if an attempt could not close them.
     live_sessions: set[EnvironmentSession] = attrs.field(factory=set)
 

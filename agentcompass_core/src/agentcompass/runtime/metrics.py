@@ -1,7 +1,9 @@
 """Metric contracts: which scalars a benchmark reports and how they aggregate over a run.
 
-Aggregation is honest about errors: each scalar's ``mean`` is over *all* tasks, an errored task counting as
-0, and ``mean_completed`` is over completed tasks only. Both denominators are reported.
+Aggregation is honest about errors: each scalar's ``mean`` is over *all* (task, trial) results, an errored one
+counting as 0, and ``mean_completed`` is over completed ones only. Both denominators are reported, with the
+standard error of ``mean`` clustered by task and its 95% confidence interval; a contract that declares a success
+threshold also gets pass@k and pass^k (formulas in :mod:`agentcompass.runtime.statistics`).
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agentcompass.runtime.records import GroupAggregate, MetricAggregate, RunMetrics
+from agentcompass.runtime.records import GroupAggregate, MetricAggregate, PassAtK, RunMetrics
+from agentcompass.runtime.statistics import clustered_stderr, confidence_interval, pass_curves
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 
@@ -21,15 +24,24 @@ class MetricContract:
     :param scalar: every scalar that is averaged (``primary`` included).
     :param labels: human-readable names for reports.
     :param higher_is_better: direction of every scalar.
+    :param success_threshold: a trial whose ``success_metric`` is at least this succeeded; set, the summary has
+        pass@k and pass^k for k = 1..trials. ``None``: the metric is not pass/fail.
+    :param success_metric: the scalar the threshold applies to (default: ``primary``).
     """
 
     primary: str
     scalar: tuple[str, ...]
     labels: Mapping[str, str] = field(default_factory=dict)
     higher_is_better: bool = True
+    success_threshold: float | None = None
+    success_metric: str | None = None
 
     def label(self, name: str) -> str:
         return self.labels.get(name, name)
+
+
+#: The success threshold of a binary reward (1.0 for success, 0.0 for failure), tolerant of rounding.
+BINARY_SUCCESS = 1.0 - 1e-6
 
 
 def make_metric_contract(
@@ -37,49 +49,94 @@ def make_metric_contract(
     scalar: Iterable[str] = (),
     labels: Mapping[str, str] | None = None,
     higher_is_better: bool = True,
+    *,
+    binary: bool = False,
+    success_threshold: float | None = None,
+    success_metric: str | None = None,
 ) -> MetricContract:
-    """Build a :class:`MetricContract`; ``primary`` is added to ``scalar`` when missing."""
+    """Build a :class:`MetricContract`; ``primary`` is added to ``scalar`` when missing.
+
+    :param binary: the success metric is a 0/1 reward: success means at least :data:`BINARY_SUCCESS`
+        (shorthand for that ``success_threshold``).
+    :param success_threshold: declare pass/fail at this value of ``success_metric``; enables pass@k and pass^k.
+    :param success_metric: which scalar decides success (default ``primary``).
+    """
     names = tuple(dict.fromkeys([primary, *scalar]))
     if not primary:
         raise ValueError("a metric contract needs a primary metric name")
+    if binary and success_threshold is None:
+        success_threshold = BINARY_SUCCESS
+    if success_metric is not None and success_metric not in names:
+        raise ValueError(f"success_metric {success_metric!r} is not one of the scalars {names}")
     return MetricContract(
-        primary=primary, scalar=names, labels=dict(labels or {}), higher_is_better=higher_is_better
+        primary=primary, scalar=names, labels=dict(labels or {}), higher_is_better=higher_is_better,
+        success_threshold=success_threshold, success_metric=success_metric,
     )
 
 
 def aggregate_group(contract: MetricContract, results: Sequence[RunResult]) -> GroupAggregate:
-    """Status counts and every scalar's aggregate over ``results``."""
+    """Status counts, every scalar's aggregate (with its clustered standard error) and, for a contract with a
+    success threshold, pass@k and pass^k over ``results`` — one per (task, trial)."""
     n = len(results)
-    completed = [r for r in results if r.status is TaskStatus.COMPLETED]
     status_counts: dict[str, int] = {}
+    by_task: dict[str, list[RunResult]] = {}
     for r in results:
         status_counts[r.status.value] = status_counts.get(r.status.value, 0) + 1
+        by_task.setdefault(r.task_id, []).append(r)
+    n_completed = sum(1 for r in results if r.status is TaskStatus.COMPLETED)
     metrics: dict[str, MetricAggregate] = {}
     for name in contract.scalar:
-        total_completed = 0.0
+        clusters: list[list[float]] = []
+        total = 0.0
         missing = 0
-        for r in completed:
-            value = r.metrics.get(name)
-            if value is None:
-                missing += 1
-            else:
-                total_completed += float(value)
+        for task_results in by_task.values():
+            values = []
+            for r in task_results:
+                value = r.metrics.get(name) if r.status is TaskStatus.COMPLETED else 0.0
+                if value is None:
+                    missing += 1
+                    value = 0.0
+                values.append(float(value))
+            total += sum(values)
+            clusters.append(values)
+        mean = total / n if n else None
+        stderr = clustered_stderr(clusters)
         metrics[name] = MetricAggregate(
             label=contract.label(name),
-            mean=total_completed / n if n else None,
-            mean_completed=total_completed / len(completed) if completed else None,
+            mean=mean,
+            mean_completed=total / n_completed if n_completed else None,
             n=n,
-            n_completed=len(completed),
-            n_errored=n - len(completed),
+            n_completed=n_completed,
+            n_errored=n - n_completed,
             n_missing=missing,
+            stderr=stderr,
+            ci95=confidence_interval(mean, stderr),
+            n_tasks=len(by_task),
         )
-    return GroupAggregate(n_tasks=n, status_counts=status_counts, metrics=metrics)
+    return GroupAggregate(
+        n_tasks=len(by_task), n_results=n, status_counts=status_counts, metrics=metrics,
+        pass_k=_pass_k(contract, by_task), n_errored_trials=n - n_completed,
+    )
+
+
+def _pass_k(contract: MetricContract, by_task: Mapping[str, list[RunResult]]) -> tuple[PassAtK, ...]:
+    if contract.success_threshold is None or not by_task:
+        return ()
+    name, threshold = contract.success_metric or contract.primary, contract.success_threshold
+    outcomes = {
+        task: (len(rs), sum(1 for r in rs if r.status is TaskStatus.COMPLETED
+                            and float(r.metrics.get(name, 0.0)) >= threshold))
+        for task, rs in by_task.items()
+    }
+    max_k = max(n for n, _ in outcomes.values())
+    return tuple(PassAtK(k, at, hat, counted) for k, at, hat, counted in pass_curves(outcomes, max_k))
 
 
 def aggregate(contract: MetricContract, results: Iterable[RunResult]) -> tuple[GroupAggregate, RunMetrics]:
-    """Aggregate final results: the overall group, and the metrics overall and per category.
+    """Aggregate final results (one per (task, trial)): the overall group, and the metrics overall and per
+    category.
 
-    Errored tasks count as 0 in ``mean``; a completed task that lacks a scalar counts as 0 too and is
+    Errored results count as 0 in ``mean``; a completed result that lacks a scalar counts as 0 too and is
     reported in ``n_missing``.
     """
     results = list(results)
@@ -89,4 +146,4 @@ def aggregate(contract: MetricContract, results: Iterable[RunResult]) -> tuple[G
             by_category.setdefault(r.category, []).append(r)
     overall = aggregate_group(contract, results)
     groups = {c: aggregate_group(contract, rs) for c, rs in sorted(by_category.items())}
-    return overall, RunMetrics(overall=overall.metrics, by_category=groups)
+    return overall, RunMetrics(overall=overall.metrics, by_category=groups, pass_k=overall.pass_k)

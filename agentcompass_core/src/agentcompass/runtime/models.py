@@ -81,6 +81,9 @@ class ModelClient(abc.ABC):
     #: Values to mask in everything the run writes and prints (the provider's API key, ...). The runtime reads
     #: it once, when the client is built.
     secrets: tuple[str, ...] = ()
+    #: The model takes a ``seed`` generation setting: the runtime passes each (task, trial)'s seed unless the
+    #: caller gives one.
+    accepts_seed: bool = False
 
     @abc.abstractmethod
     async def chat(

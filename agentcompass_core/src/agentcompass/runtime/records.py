@@ -28,6 +28,7 @@ class TaskEvent:
     :param run_id: the run.
     :param task_id: the task.
     :param attempt: the attempt number, from 1.
+    :param trial: the trial number, from 1 (``--trials``).
     :param phase: the new phase (``task.phase`` only): ``PREPARING``, ``RUNNING``, ``COLLECTING``,
         ``EVALUATING``, ``FINISHED``.
     :param previous: the phase before (``task.phase`` only).
@@ -42,6 +43,7 @@ class TaskEvent:
     attempt: int
     phase: str | None = None
     previous: str | None = None
+    trial: int = 1
     status: str | None = None
     error: str | None = None
     metrics: Mapping[str, float] = field(default_factory=dict)
@@ -55,6 +57,12 @@ class MetricAggregate:
     :param mean_completed: over completed tasks only (``None`` when none completed).
     :param n: tasks in the group; ``n_completed`` + ``n_errored`` = ``n``.
     :param n_missing: completed tasks whose ``metrics`` lacked this scalar (counted as 0).
+    :param stderr: the standard error of ``mean``, clustered by task (see
+        :mod:`agentcompass.runtime.statistics`); ``None`` with fewer than two tasks.
+    :param ci95: the 95% confidence interval of ``mean`` (``[low, high]``), or ``None``.
+    :param n_tasks: tasks behind the ``n`` results (``n / n_tasks`` trials each).
+
+    With ``--trials``, ``n`` counts (task, trial) results.
     """
 
     label: str
@@ -64,15 +72,40 @@ class MetricAggregate:
     n_completed: int
     n_errored: int
     n_missing: int = 0
+    stderr: float | None = None
+    ci95: tuple[float, float] | None = None
+    n_tasks: int = 0
+
+
+@dataclass(frozen=True)
+class PassAtK:
+    """pass@k and pass^k of a group for one ``k`` (see :mod:`agentcompass.runtime.statistics`).
+
+    :param n_tasks: tasks with at least ``k`` trials, over which both are averaged.
+    """
+
+    k: int
+    pass_at_k: float
+    pass_hat_k: float
+    n_tasks: int
 
 
 @dataclass(frozen=True)
 class GroupAggregate:
-    """The tasks of one category (or all of them): their statuses and every scalar's aggregate."""
+    """The tasks of one category (or all of them): their statuses and every scalar's aggregate.
+
+    :param n_tasks: distinct tasks; :param n_results: their (task, trial) results (``status_counts`` counts
+        these).
+    """
 
     n_tasks: int
     status_counts: Mapping[str, int]
     metrics: Mapping[str, MetricAggregate]
+    #: For a contract with a success threshold: pass@k and pass^k for k = 1..trials (errored trials fail).
+    pass_k: tuple[PassAtK, ...] = ()
+    #: Trials that ended in an error status (counted as failures in ``pass_k``).
+    n_errored_trials: int = 0
+    n_results: int = 0
 
 
 @dataclass(frozen=True)
@@ -81,6 +114,8 @@ class RunMetrics:
 
     overall: Mapping[str, MetricAggregate] = field(default_factory=dict)
     by_category: Mapping[str, GroupAggregate] = field(default_factory=dict)
+    #: pass@k and pass^k over all tasks (for a contract with a success threshold).
+    pass_k: tuple[PassAtK, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +151,9 @@ class RunSummary:
     interrupted: bool = False
     stopped_reason: str | None = None
     executor: str = "local"
+    #: Trials per task (``--trials``) and the run's seed (``--seed``).
+    trials: int = 1
+    seed: int | None = None
     usage: Mapping[str, RoleUsage] = field(default_factory=dict)
     duration_s: float = 0.0
     run_dir: str = ""
@@ -146,4 +184,6 @@ class RunInfo:
     plan: RunPlan
     plugins: Mapping[str, str | None] = field(default_factory=dict)
     resumed_at: tuple[str, ...] = ()
+    #: For a run made by ``agentcompass evaluate``: the run it scored again (``run_dir``, ``run_id``).
+    derived_from: Mapping[str, str] | None = None
     schema_version: int = SCHEMA_VERSION

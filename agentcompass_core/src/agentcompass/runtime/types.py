@@ -152,6 +152,11 @@ class RunRequest:
     #: Where attempts run (``--executor``), and its options (``--executor-arg``).
     executor: str = "local"
     executor_args: Mapping[str, str] = field(default_factory=dict)
+    #: How many times each task runs (``--trials``); the unit of work is the pair (task, trial).
+    trials: int = 1
+    #: The run's seed (``--seed``); every (task, trial) gets its own seed derived from it. The runner records
+    #: the one it chose when none was given, so a resume and another machine reproduce the same seeds.
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,9 @@ class ExecutionPlan:
     run_id: str
     task_id: str
     attempt: int = 1
+    #: Which trial of the task this is (1..``--trials``), and its seed: use it for anything random.
+    trial: int = 1
+    seed: int = 0
     harness: str = "none"
     environment: str = "local"
     artifacts_dir: str = ""
@@ -188,6 +196,9 @@ class RunResult:
     artifacts: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, float] = field(default_factory=dict)
     attempt: int = 1
+    trial: int = 1
+    #: The (task, trial)'s seed (``plan.seed``), recorded so a run can show it used the same seeds as another.
+    seed: int | None = None
     error_phase: str | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
     usage: Mapping[str, Any] = field(default_factory=dict)

@@ -89,6 +89,7 @@ class ExampleInteractiveBenchmark(HarnessFreeBenchmark):
         primary="score",
         scalar=("score",),
         labels={"score": "Reward"},
+        binary=True,  # reward 1 iff the final database is the golden one: pass@k / pass^k over trials
     )
     OPTIONS: ClassVar[tuple[str, ...]] = ("max_turns", "timeout", "category")
 

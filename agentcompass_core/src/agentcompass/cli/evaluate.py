@@ -1,0 +1,76 @@
+"""``agentcompass evaluate`` and ``agentcompass results compare``: scoring again, and comparing runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
+from agentcompass.exit_codes import ExitCode
+
+
+@click.command("evaluate")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
+              help="The new run directory (default runs/NEW_RUN_ID); RUN_DIR itself is never changed.")
+@click.option("--judge-model", default=None, help="Model for the judge role (replaces the run's).")
+@click.option("--env", "-e", "environment", default=None, help="Environment for evaluation (default: the run's).")
+@click.option("--env-arg", multiple=True, metavar="KEY=VALUE", help="Option for the environment.")
+@click.option("--concurrency", "-c", type=int, default=None, help="Results scored at once (default: the run's).")
+@click.option("--json", "as_json", is_flag=True, help="Print the new summary as JSON on stdout.")
+@click.pass_context
+def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, judge_model: str | None,
+                     environment: str | None, env_arg: tuple[str, ...], concurrency: int | None,
+                     as_json: bool) -> None:
+    """Score the results of RUN_DIR again, without re-running them, with the benchmark as installed now.
+
+    Runs only each benchmark's evaluate phase on what the run collected (its results, prepared tasks and
+    artifacts) and writes a new run directory that records where it came from. Results that were not
+    COMPLETED keep their status and error.
+    """
+    import asyncio
+
+    from agentcompass.cli.main import emit_json, plugin_host
+    from agentcompass.cli.progress import Progress
+    from agentcompass.cli.render import summary_text
+    from agentcompass.runner import Runner
+    from agentcompass.runtime.types import RunRequest
+    from agentcompass.serialization import unstructure
+
+    given: dict[str, Any] = {"environment": environment, "environment_args": parse_pairs(env_arg, "--env-arg") if env_arg else None,
+             "concurrency": concurrency}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    request = RunRequest(benchmark="", harness="", model="", role_models={"judge": judge_model} if judge_model else {},
+                         **overrides)
+    progress = Progress(enabled=True)
+    runner = Runner(plugin_host(ctx), request, run_dir=output, rescore_from=run_dir, on_result=progress.task_done,
+                    on_start=progress.start, given=frozenset(overrides))
+    with cli_errors():
+        outcome = asyncio.run(runner.run())
+    progress.stop()
+    emit_json(unstructure(outcome.summary)) if as_json else click.echo(summary_text(outcome.summary))
+    ctx.exit(outcome.exit_code)
+
+
+@click.command("compare")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--by-category", is_flag=True, help="Also compare within each category.")
+@click.option("--json", "as_json", is_flag=True)
+def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool) -> None:
+    """Compare RUN_B [RUN_C ...] against the baseline RUN_A on the tasks they share: paired differences."""
+    from agentcompass.cli.main import emit_json
+    from agentcompass.cli.render import comparison_text
+    from agentcompass.comparison import compare, load_run
+    from agentcompass.serialization import unstructure
+
+    if len(runs) < 2:
+        raise CLIError("compare needs at least two run directories: RUN_A RUN_B [...]", exit_code=ExitCode.USAGE)
+    with cli_errors():
+        loaded = [load_run(p) for p in runs]
+        comparisons = [compare(loaded[0], other, by_category=by_category) for other in loaded[1:]]
+    if as_json:
+        emit_json([unstructure(c) for c in comparisons])
+        return
+    click.echo("\n\n".join(comparison_text(c) for c in comparisons))
