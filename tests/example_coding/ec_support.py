@@ -20,14 +20,15 @@ from agentcompass.runtime import (
     TaskSpec,
     TaskStatus,
 )
+from agentcompass_example_coding import tasks as task_data
 from agentcompass_example_coding.benchmark import ExampleCodingBenchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = RunRequest(benchmark="example_coding", harness="test", model="mock")
 TASK_IDS = ("fizzbuzz", "roman", "is_palindrome", "word_count", "flatten", "merge_intervals")
 
-#: Plays the harness in ``attempt``: gets the prepared task and the live environment, returns the run's result.
-Act = Callable[[TaskSpec, PreparedTask, ExecutionPlan, EnvironmentSession], Awaitable[RunResult]]
+#: Plays the harness in ``attempt``: ``BaseHarness.run``'s arguments, returns the run's result.
+Act = Callable[[TaskSpec, PreparedTask, RunRequest, ExecutionPlan, EnvironmentSession], Awaitable[RunResult]]
 
 
 def task(task_id: str, bench: ExampleCodingBenchmark | None = None) -> TaskSpec:
@@ -42,25 +43,28 @@ def completed(spec: TaskSpec) -> RunResult:
 def writes(text: str) -> Act:
     """An 'agent' that writes ``solution.py`` and finishes normally."""
 
-    async def act(spec: TaskSpec, prepared: PreparedTask, plan: ExecutionPlan, env: EnvironmentSession):
+    async def act(spec: TaskSpec, prepared: PreparedTask, req: RunRequest, plan: ExecutionPlan,
+                  env: EnvironmentSession) -> RunResult:
         await env.write_text("solution.py", text)
         return completed(spec)
 
     return act
 
 
-async def does_nothing(spec: TaskSpec, prepared: PreparedTask, plan: ExecutionPlan, env: EnvironmentSession):
-    """The ``nop`` harness's behaviour."""
+async def writes_the_reference(spec: TaskSpec, prepared: PreparedTask, req: RunRequest, plan: ExecutionPlan,
+                               env: EnvironmentSession) -> RunResult:
+    """An 'agent' that writes the task's reference solution, as a file, like any agent."""
+    await env.write_text("solution.py", task_data.by_id(spec.task_id).reference_solution)
     return completed(spec)
 
 
-def oracle(bench: ExampleCodingBenchmark) -> Act:
-    """The ``oracle`` harness's behaviour."""
+#: The built-in ``nop`` harness: does nothing.
+does_nothing = "nop"
 
-    async def act(spec: TaskSpec, prepared: PreparedTask, plan: ExecutionPlan, env: EnvironmentSession):
-        return await bench.apply_reference_solution(spec, prepared, REQUEST, plan, env)
 
-    return act
+def oracle(bench: ExampleCodingBenchmark) -> str:
+    """The built-in ``oracle`` harness (the runtime binds it to ``bench``)."""
+    return "oracle"
 
 
 def agentcompass_command() -> list[str] | None:

@@ -1,4 +1,5 @@
-"""The example_coding benchmark's phases against real environment sessions (see conftest.py)."""
+"""The example_coding benchmark: single phases over real sessions and whole attempts through the real
+lifecycle (both from the kit, see conftest.py), and the kit's conformance checks."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from agentcompass.errors import UsageError
 from agentcompass.plugins import load_plugins
 from agentcompass.runtime import BaseBenchmark, ExecutionPlan, PreparedTask, RunResult, TaskStatus
+from agentcompass.testing import check_benchmark, check_collect_does_not_score, check_evaluate_keeps_error
 from agentcompass_example_coding import tasks as task_data
 from agentcompass_example_coding.benchmark import ExampleCodingBenchmark
 from ec_support import REQUEST, TASK_IDS, completed, does_nothing, oracle, task, writes
@@ -131,6 +133,22 @@ async def test_collect_artifacts_without_a_submission(open_env, tmp_path: Path) 
     assert after.status is TaskStatus.COMPLETED and after.error is None
     assert after.artifacts == {"submitted": False, "files": []}
     assert not (tmp_path / "a" / "solution.py").exists()
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+async def test_conformance(task_id: str) -> None:
+    bench = ExampleCodingBenchmark()
+    await check_benchmark(bench, task(task_id, bench))
+    await check_evaluate_keeps_error(bench, task(task_id, bench),
+                                     statuses=[s for s in TaskStatus if s is not TaskStatus.COMPLETED])
+
+
+async def test_collect_does_not_score_a_real_submission(open_env) -> None:
+    bench = ExampleCodingBenchmark()
+    spec = task("roman", bench)
+    env = await open_env()
+    await env.write_text("solution.py", task_data.by_id("roman").reference_solution)
+    await check_collect_does_not_score(bench, spec, env=env, result=completed(spec))
 
 
 # -- evaluate ---------------------------------------------------------------------------------------------
