@@ -49,6 +49,13 @@ async def open_env() -> AsyncIterator:
         await provider.teardown()
 
 
+@pytest.fixture
+def environment(open_env) -> str:
+    """Overrides conftest's ``environment``: ``attempt`` runs in the registered ``docker`` environment
+    (``open_env`` above skips the test when there is none)."""
+    return "docker"
+
+
 async def test_reference_solutions_pass_in_docker(attempt) -> None:
     bench = ExampleCodingBenchmark()
     out = await asyncio.gather(
