@@ -331,6 +331,7 @@ async def test_open_session_closes_on_error():
 async def test_benchmark_checks_pass_on_a_correct_benchmark():
     await check_benchmark(SquaresBenchmark())
     await check_benchmark(SquaresBenchmark, TaskSpec(task_id="sq7", category="odd", data={"n": 7}))
+    await check_benchmark(SquaresBenchmark(), environment=make_provider("local"))  # one provider, three sessions
     await check_evaluate_keeps_error(SquaresBenchmark(), statuses=list(TaskStatus)[1:])
 
 

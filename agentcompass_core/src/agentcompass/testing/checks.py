@@ -236,14 +236,18 @@ async def check_benchmark(
     benchmark: Any, task: TaskSpec | None = None, *, environment: Any = "local", host: Any = None,
     request: RunRequest | None = None, result: RunResult | None = None,
 ) -> None:
-    """Every benchmark check on one task (default: the first), each in a fresh session."""
+    """Every benchmark check on one task (default: the first), each in a fresh session of ``environment``
+    (one provider serves them all, so an instance is fine too)."""
     bench = _instance(benchmark)
     request = request or default_request(bench)
     task = task or await first_task(bench, request)
-    common: dict[str, Any] = {"environment": environment, "host": host, "request": request}
-    await check_prepare_idempotent(bench, task, **common)
-    await check_collect_does_not_score(bench, task, result=result, **common)
-    await check_evaluate_keeps_error(bench, task, **common)
+    spec = bench.environment_spec(task, request)
+    async with environment_sessions(environment, specs=[spec], host=host) as sessions:
+        common: dict[str, Any] = {"request": request}
+        await check_prepare_idempotent(bench, task, env=await sessions.open(spec, task_id=task.task_id), **common)
+        await check_collect_does_not_score(bench, task, result=result,
+                                           env=await sessions.open(spec, task_id=task.task_id), **common)
+        await check_evaluate_keeps_error(bench, task, env=await sessions.open(spec, task_id=task.task_id), **common)
 
 
 # -- environment checks --------------------------------------------------------------------------------
