@@ -60,6 +60,8 @@ class ScriptedBenchmark(HarnessFreeBenchmark):
         if mode not in ("none", "reuse", "fresh"):
             raise UsageError(f"scripted: mode must be none, reuse or fresh, not {mode!r}")
         self.evaluation_environment_mode = mode  # type: ignore[misc]
+        # In mode reuse, evaluate reads answer.txt from the live environment: it cannot be scored again later.
+        self.evaluate_needs_live_environment = mode == "reuse"  # type: ignore[misc]
         self.faults = parse_faults(faults)
         self.phase_calls: list[tuple[str, str, int]] = []
 

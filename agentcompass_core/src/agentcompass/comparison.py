@@ -18,7 +18,6 @@ from agentcompass.errors import UsageError
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.runtime.records import RunInfo
 from agentcompass.runtime.statistics import Z95, clustered_stderr, confidence_interval
-from agentcompass.runtime.types import RunResult, TaskStatus
 
 
 @dataclass(frozen=True)
@@ -71,15 +70,11 @@ def load_run(path: Path) -> LoadedRun:
     info = store.read_run_info()
     scalars = tuple(info.plan.metric_contract.get("scalar") or ())
     tasks: dict[str, tuple[str | None, dict[str, list[float]]]] = {}
-    for result in store.final_results().values():
-        _, values = tasks.setdefault(result.task_id, (result.category, {name: [] for name in scalars}))
+    for (task_id, _), score in store.final_scores().items():
+        _, values = tasks.setdefault(task_id, (score.category, {name: [] for name in scalars}))
         for name in scalars:
-            values[name].append(_value(result, name))
+            values[name].append(float(score.metrics.get(name, 0.0)) if score.completed else 0.0)
     return LoadedRun(path, info, scalars, tasks)
-
-
-def _value(result: RunResult, name: str) -> float:
-    return float(result.metrics.get(name, 0.0)) if result.status is TaskStatus.COMPLETED else 0.0
 
 
 def _side(run: LoadedRun, name: str, tasks: Sequence[str]) -> RunSide:

@@ -39,8 +39,8 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
     from agentcompass.runtime.types import RunRequest
     from agentcompass.serialization import unstructure
 
-    given: dict[str, Any] = {"environment": environment, "environment_args": parse_pairs(env_arg, "--env-arg") if env_arg else None,
-             "concurrency": concurrency}
+    given: dict[str, Any] = {"environment": environment, "concurrency": concurrency,
+                             "environment_args": parse_pairs(env_arg, "--env-arg") if env_arg else None}
     overrides = {k: v for k, v in given.items() if v is not None}
     request = RunRequest(benchmark="", harness="", model="", role_models={"judge": judge_model} if judge_model else {},
                          **overrides)
