@@ -1,4 +1,4 @@
-"""Aggregation and comparison at scale: 10,000 tasks × 10 trials of synthetic results, through the real code.
+"""Aggregation and comparison at scale: 10,000 tasks x 10 trials of synthetic results, through the real code.
 
 Prints, each measured in its own child process (so peak RSS is that step's alone, imports included):
   * building ``summary.json``'s metrics (means, clustered standard errors, CIs, pass@k and pass^k for
