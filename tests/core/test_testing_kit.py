@@ -179,6 +179,13 @@ async def test_run_benchmark_with_a_class(tmp_path: Path):
         run.result("sq9")
 
 
+async def test_run_benchmark_with_trials(tmp_path: Path):
+    run = await run_benchmark(SquaresBenchmark, task_ids=["sq0", "sq1"], trials=2, run_dir=tmp_path / "run")
+    assert sorted((r.task_id, r.trial) for r in run.results) == [("sq0", 1), ("sq0", 2), ("sq1", 1), ("sq1", 2)]
+    assert run.metric(trial=2) == run.metric() == {"sq0": 1.0, "sq1": 0.0}
+    assert run.result("sq1", trial=2).final_answer == "1"
+
+
 async def test_registered_name_options_and_subset(agentcompass_host, agentcompass_register, agentcompass_run):
     record = agentcompass_register(SquaresPlugin(), "squares-plugin")
     assert record.registers == {"benchmark": ["squares"]}

@@ -142,9 +142,10 @@ def _as_factory(kind: str, obj: Any) -> tuple[str, Callable[..., Any]]:
 
 @attrs.define
 class KitRun:
-    """What a run left: ``summary`` (summary.json, as a dict), ``results`` (the final record of each task,
-    from results.jsonl, in the order tasks finished), ``run_dir``, ``exit_code`` (as the CLI's), and the raw
-    ``records``. ``request`` is what was run; ``outcome`` is what ``Runner.run`` returned."""
+    """What a run left: ``summary`` (summary.json, as a dict), ``results`` (the final record of each task, or
+    of each (task, trial) with ``trials=``, from results.jsonl, in the order they finished), ``run_dir``,
+    ``exit_code`` (as the CLI's), and the raw ``records``. ``request`` is what was run; ``outcome`` is what
+    ``Runner.run`` returned."""
 
     run_dir: Path
     summary: dict[str, Any]
@@ -154,25 +155,28 @@ class KitRun:
     results: list[RunResult]
     outcome: Any = None
 
-    def result(self, task_id: str) -> RunResult:
-        """The final result of one task."""
+    def result(self, task_id: str, trial: int = 1) -> RunResult:
+        """The final result of one task (of one trial, with ``trials=``)."""
         for r in self.results:
-            if r.task_id == task_id:
+            if r.task_id == task_id and _trial(r) == trial:
                 return r
-        raise KeyError(f"no result for task {task_id!r}; tasks: {sorted(r.task_id for r in self.results)}")
+        raise KeyError(f"no result for task {task_id!r} (trial {trial}); tasks: "
+                       f"{sorted({r.task_id for r in self.results})}")
 
     @property
     def by_id(self) -> dict[str, RunResult]:
-        return {r.task_id: r for r in self.results}
+        """``{task_id: result}`` of the first trial."""
+        return {r.task_id: r for r in self.results if _trial(r) == 1}
 
-    def metric(self, name: str | None = None) -> dict[str, float | None]:
-        """``{task_id: metrics[name]}`` (default: the primary metric) for every task."""
+    def metric(self, name: str | None = None, *, trial: int = 1) -> dict[str, float | None]:
+        """``{task_id: metrics[name]}`` (default: the primary metric) of every task, for one trial."""
         key = name or self.summary.get("primary_metric") or "score"
-        return {r.task_id: r.metrics.get(key) for r in self.results}
+        return {r.task_id: r.metrics.get(key) for r in self.results if _trial(r) == trial}
 
     @property
     def statuses(self) -> dict[str, TaskStatus]:
-        return {r.task_id: r.status for r in self.results}
+        """``{task_id: status}`` of the first trial."""
+        return {r.task_id: r.status for r in self.results if _trial(r) == 1}
 
     def jsonl(self, name: str) -> list[dict[str, Any]]:
         """The records of another JSONL file of the run (``attempts.jsonl``, ``trajectories.jsonl``,
@@ -186,6 +190,10 @@ class KitRun:
     @property
     def trajectories(self) -> list[dict[str, Any]]:
         return self.jsonl("trajectories.jsonl")
+
+
+def _trial(result: RunResult) -> int:
+    return int(getattr(result, "trial", 1) or 1)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -288,11 +296,11 @@ async def run_benchmark(
             stack.enter_context(registered(host, plugin, f"agentcompass-testing-{next(_serial)}"))
         outcome = await _make_runner(host, request, path).run()
     records = read_jsonl(Path(outcome.run_dir) / "results.jsonl")
-    final: dict[str, RunResult] = {}
-    for record in records:
+    final: dict[tuple[str, int], RunResult] = {}
+    for record in records:  # the last record of a (task, trial) wins, as on resume
         result = result_from_record(record)
-        final.pop(result.task_id, None)
-        final[result.task_id] = result
+        final.pop((result.task_id, _trial(result)), None)
+        final[(result.task_id, _trial(result))] = result
     summary_path = Path(outcome.run_dir) / "summary.json"
     summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
     return KitRun(
