@@ -1,43 +1,33 @@
 """Fixtures for the docker environment tests: real containers on this machine's engine, no mocks.
 
 Every test here is marked ``docker``; those that need the engine skip (with the reason) when it does not
-answer. Each ``provider`` gets a run id of its own and is torn down after the test, and the test then checks
-that no container of its run is left.
+answer: the decision is :func:`tests.docker.engine_check.engine_problem`, shared with the other suites. Each
+``provider`` gets a run id of its own and is torn down after the test, and the test then checks that no
+container of its run is left.
 """
 
 from __future__ import annotations
 
-import functools
 import secrets
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 from agentcompass.runtime import EnvironmentSpec
 
-IMAGE = "python:3.11-slim"
+from tests.docker.engine_check import IMAGE, engine_problem, require_engine
 
-
-@functools.cache
-def engine_problem() -> str | None:
-    """Why the docker tests cannot run here, or None."""
-    try:
-        from python_on_whales import docker
-
-        docker.system.info()
-    except Exception as exc:
-        return f"no Docker engine answers `docker info` ({str(exc).strip().splitlines()[-1][:200]}); run ../shared/ci/docker-up.sh"
-    try:
-        docker.image.inspect(IMAGE)
-    except Exception:
-        return f"image {IMAGE} is missing; run ../shared/ci/docker-up.sh"
-    return None
+__all__ = ["IMAGE", "engine_problem", "run_containers"]
 
 
 @pytest.fixture
-def engine() -> None:
-    problem = engine_problem()
-    if problem:
-        pytest.skip(problem)
+def docker_available() -> None:
+    """Skips the test (with a one-line reason) unless a Docker engine with the test image answers."""
+    require_engine()
+
+
+@pytest.fixture
+def engine(docker_available: None) -> None:
+    """The name the docker tests use for :func:`docker_available`."""
 
 
 def run_containers(run_id: str) -> list[str]:

@@ -1,5 +1,6 @@
 """``--env docker`` end to end through the real CLI: a run of the example benchmark whose runner reaches the
-model gateway from inside network-less containers, Ctrl-C clean-up, and ``env prune`` after a SIGKILL."""
+model gateway from inside network-less containers, Ctrl-C (once or twice) clean-up, and ``env prune`` after
+a SIGKILL."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from tests.conftest import ROOT, run_cli_subprocess
 from tests.docker.conftest import run_containers
+from tests.docker.engine_check import host_processes_mentioning, wait_until
 
 pytestmark = pytest.mark.docker
 
@@ -41,17 +43,19 @@ def _start_run(output: Path, *extra: str) -> subprocess.Popen[str]:
 
 def _wait_for_containers(output: Path, proc: subprocess.Popen[str], timeout: float = 60) -> str:
     """The run's id, once at least one of its containers exists."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def run_id_with_containers() -> str | None:
         assert proc.poll() is None, proc.communicate()
         run_json = output / "run.json"
-        if run_json.exists():
-            with open(run_json) as f:
-                run_id = json.load(f)["run_id"]
-            if run_containers(run_id):
-                return run_id
-        time.sleep(0.1)
-    raise AssertionError("the run started no container")
+        if not run_json.exists():
+            return None
+        with open(run_json) as f:
+            run_id = json.load(f)["run_id"]
+        return run_id if run_containers(run_id) else None
+
+    run_id = wait_until(run_id_with_containers, timeout, "the run started a container")
+    assert run_id is not None
+    return run_id
 
 
 def test_example_interactive_runs_in_docker(engine, tmp_path: Path) -> None:
@@ -93,6 +97,24 @@ def test_ctrl_c_removes_the_runs_containers(engine, tmp_path: Path) -> None:
     assert run_containers(run_id) == []
 
 
+def test_double_ctrl_c_removes_every_container(engine, tmp_path: Path) -> None:
+    """The second signal arrives while the first one's clean-up runs and creates are still in flight."""
+    out = tmp_path / "run"
+    proc = _start_run(out, "-c", "8")
+    try:
+        run_id = _wait_for_containers(out, proc)  # the first exists; others are being created right now
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.03)  # the scenario itself: a second Ctrl-C 30 ms after the first
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert run_containers(run_id) == []
+
+
 def test_env_prune_removes_what_a_killed_run_left(engine, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = _start_run(out, "-c", "4")
@@ -101,6 +123,9 @@ def test_env_prune_removes_what_a_killed_run_left(engine, tmp_path: Path) -> Non
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    # The docker CLI runs in sessions of its own, so a `docker create` in flight completes after the SIGKILL:
+    # count once none is left.
+    wait_until(lambda: not host_processes_mentioning(run_id), 60, "no docker call of the killed run is in flight")
     left = len(run_containers(run_id))
     assert left > 0  # nothing ran the clean-up
     pruned = run_cli_subprocess("env", "prune", "--run-id", run_id, testing=False)

@@ -16,10 +16,18 @@ from agentcompass.runtime import EnvironmentSpec
 from python_on_whales import docker
 
 from tests.docker.conftest import IMAGE, run_containers
+from tests.docker.engine_check import PS, container_ps, wait_until, wait_until_async
 
 pytestmark = pytest.mark.docker
 
-PS = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
+
+def _running(session, needle: str):  # type: ignore[no-untyped-def]
+    """An async predicate: whether a process whose command line holds ``needle`` runs in the session."""
+
+    async def check() -> bool:
+        return needle in (await session.exec(["sh", "-c", PS])).stdout
+
+    return check
 
 
 async def test_exec_env_cwd_and_errors(make_provider, run_id) -> None:
@@ -128,26 +136,24 @@ async def test_timeout_kills_the_whole_tree(session) -> None:
 
 async def test_cancelled_exec_kills_its_processes(session) -> None:
     task = asyncio.create_task(session.exec(["sh", "-c", "sleep 1006"]))
-    for _ in range(100):  # cancel once it runs
-        if "sleep 1006" in (await session.exec(["sh", "-c", PS])).stdout:
-            break
-        await asyncio.sleep(0.1)
+    await wait_until_async(_running(session, "sleep 1006"), 10, "the exec runs")  # cancel once it runs
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):
-        if "sleep 1006" not in (await session.exec(["sh", "-c", PS])).stdout:
-            break
-        await asyncio.sleep(0.1)
-    else:
-        pytest.fail("the cancelled exec's process is still running")
-    # Cancelled before the engine started it: gone too, once it shows up.
+    running = _running(session, "sleep 1006")
+
+    async def stopped() -> bool:
+        return not await running()
+
+    await wait_until_async(stopped, 10, "the cancelled exec's process is gone")
+    # Cancelled before the engine started it: gone too, once it shows up. The hunt for it runs in the
+    # background until the exec's docker call returns; drain waits for that.
     task = asyncio.create_task(session.exec(["sleep", "1007"]))
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.sleep(3)
+    await session.provider.drain()
     assert "sleep 1007" not in (await session.exec(["sh", "-c", PS])).stdout
 
 
@@ -173,7 +179,7 @@ async def test_batched_writes_land_in_order_and_for_background_readers(session) 
     waiter = asyncio.create_task(
         session.exec(["sh", "-c", "while [ ! -f flag ]; do sleep 0.05; done; cat flag"], timeout=30)
     )
-    await asyncio.sleep(1.0)
+    await wait_until_async(_running(session, "while [ ! -f flag ]"), 10, "the waiter runs")
     await session.write_text("flag", "seen")
     result = await asyncio.wait_for(waiter, 30)
     assert result.stdout == "seen" and not result.timed_out
@@ -321,10 +327,13 @@ async def test_prune_removes_leftovers(make_provider, run_id) -> None:
 async def test_close_and_cancellation_leave_nothing(provider, run_id) -> None:
     spec = EnvironmentSpec(image=IMAGE)
     opening = asyncio.create_task(provider.open(spec, run_id=run_id, task_id="cancelled", base_env={}))
-    await asyncio.sleep(0.05)
+    # Cancel while the engine creates the container (or, on a fast engine, right after the open returned).
+    await asyncio.to_thread(wait_until, lambda: run_containers(run_id) or opening.done(), 60, "the create began")
     opening.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await opening
+    try:
+        await provider.close(await opening)
+    except asyncio.CancelledError:
+        pass
 
     async def attempt() -> None:
         session = await provider.open(spec, run_id=run_id, task_id="interrupted", base_env={})
@@ -334,7 +343,11 @@ async def test_close_and_cancellation_leave_nothing(provider, run_id) -> None:
             await asyncio.shield(provider.close(session))
 
     task = asyncio.create_task(attempt())
-    await asyncio.sleep(3)
+
+    def sleeping() -> bool:
+        return any("sleep 1000" in container_ps(c) for c in run_containers(run_id))
+
+    await asyncio.to_thread(wait_until, sleeping, 60, "the attempt's exec runs")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -1,7 +1,7 @@
 """example_coding in the ``docker`` environment: the verifier's guards hold inside a container too.
 
 Needs a running Docker engine with the local ``python:3.11-slim`` image (``shared/ci/docker-up.sh``); skipped
-otherwise.
+otherwise, with the reason, by the engine check the docker tests share (not by how the CLI happens to fail).
 """
 
 from __future__ import annotations
@@ -18,22 +18,29 @@ from agentcompass_example_coding import tasks as task_data
 from agentcompass_example_coding.benchmark import ExampleCodingBenchmark
 from ec_support import REQUEST, TASK_IDS, agentcompass, does_nothing, results, task, writes
 
+from tests.docker.engine_check import require_engine
+
 pytestmark = pytest.mark.docker
 
 RUN_ID = "example-coding-docker-test"
 
 
 @pytest.fixture
-async def open_env() -> AsyncIterator:
-    """Overrides conftest's ``open_env``: sessions of the registered ``docker`` environment."""
-    host = load_plugins()
-    if "docker" not in host.names("environment"):
+def docker_available() -> None:
+    """Skips unless the docker environment is registered and a Docker engine with the test image answers."""
+    if "docker" not in load_plugins().names("environment"):
         pytest.skip("no docker environment is registered")
-    provider = host.factory("environment", "docker")()
+    require_engine()
+
+
+@pytest.fixture
+async def open_env(docker_available: None) -> AsyncIterator:
+    """Overrides conftest's ``open_env``: sessions of the registered ``docker`` environment."""
+    provider = load_plugins().factory("environment", "docker")()
     try:
         await provider.setup([EnvironmentSpec()], run_id=RUN_ID)
-    except EnvironmentUnavailable as exc:
-        pytest.skip(f"docker is unavailable: {exc}")
+    except EnvironmentUnavailable as exc:  # the engine answered the check but not the provider: a real failure
+        pytest.fail(f"the docker environment cannot start although the engine answers: {exc}")
     sessions: list[EnvironmentSession] = []
 
     async def open_docker() -> EnvironmentSession:
@@ -91,13 +98,9 @@ async def test_bad_submissions_in_docker(attempt, source: str | None, fraction: 
 
 
 @pytest.mark.parametrize(("harness", "score"), [("oracle", 1.0), ("nop", 0.0)])
-def test_cli_run_in_docker(tmp_path, harness: str, score: float) -> None:
-    if "docker" not in load_plugins().names("environment"):
-        pytest.skip("no docker environment is registered")
+def test_cli_run_in_docker(docker_available: None, tmp_path, harness: str, score: float) -> None:
     run_dir = tmp_path / harness
     proc = agentcompass("run", "example_coding", harness, "mock", "--env", "docker", "--json", "-o", str(run_dir))
-    if proc.returncode == 2 and "docker" in proc.stderr.lower():
-        pytest.skip(f"docker is unavailable: {proc.stderr.strip()[-300:]}")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status_counts"] == {"COMPLETED": len(TASK_IDS)}
     assert [r["metrics"]["score"] for r in results(run_dir)] == [score] * len(TASK_IDS)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from agentcompass_models.fake_server import FakeModelServer
 
+from tests.docker.engine_check import require_engine
 from tests.models.models_support import API_KEY, MODEL, ProbeBenchmark, cli, read_jsonl, run
 from tests.models.test_runs import EXPECTED_SCORES, all_text, probe
 
@@ -17,11 +18,9 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture
 def engine() -> None:
-    from tests.docker.conftest import engine_problem
-
-    problem = engine_problem()
-    if problem:
-        pytest.skip(problem)
+    """Skips (with the reason) unless a Docker engine with the test image answers: the check the docker
+    tests share."""
+    require_engine()
 
 
 def test_example_interactive_under_docker(engine: None, server: FakeModelServer, tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ Every snippet is passed as ``sh -c SCRIPT NAME ARG...``; arguments never go thro
 
 from __future__ import annotations
 
-#: Variable set on every process an ``exec`` starts (children inherit it): how the timeout killer finds
-#: the whole tree, including processes that left the process group or session.
+#: Variable set on the wrapper of every ``exec`` (children inherit it unless they clear their environment):
+#: how the timeout killer finds the wrapper, and one of the ways it finds the rest (see ``KILL_TREE``).
 EXEC_ID_VARIABLE = "AGENTCOMPASS_EXEC_ID"
 
 #: Where the forwarder is mounted the gateway's Unix socket inside the container.
@@ -39,16 +39,18 @@ ac_puts "$@" || exit 97
 shift "$ac_shift"
 """
 
-#: ``EXEC_WRAPPER MARKER PORT NWRITES [PATH B64]... ARGV...``: apply batched writes, wait (once per
-#: session) until the gateway forwarder listens on 127.0.0.1:PORT (hex, as in /proc/net/tcp; empty: don't),
-#: run ARGV, then end stderr with the trailer ``<RS>MARKER X <status> <oom_kill before> <oom_kill after>``.
-#: ``<RS>MARKER R`` (stderr's first line) says the writes have landed; ``<RS>MARKER W`` that one failed
-#: and ARGV did not run. The wrapper exits 0, so no trailer means it was killed or never started.
-#: (<RS> is byte 0x1e, written by printf: the marker as it appears in argv or ``ps`` never matches.)
+#: ``EXEC_WRAPPER MARKER PORT NWRITES [PATH B64]... ARGV...``: say its pid (stderr's first line,
+#: ``<RS>MARKER P <pid>``), apply batched writes, wait (once per session) until the gateway forwarder listens
+#: on 127.0.0.1:PORT (hex, as in /proc/net/tcp; empty: don't), run ARGV, then end stderr with the trailer
+#: ``<RS>MARKER X <status> <oom_kill before> <oom_kill after>``. ``<RS>MARKER R`` says the writes have
+#: landed; ``<RS>MARKER W`` that one failed and ARGV did not run. The wrapper exits 0, so no trailer means it
+#: was killed or never started. (<RS> is byte 0x1e, written by printf: the marker as it appears in argv or
+#: ``ps`` never matches.) ``docker exec`` starts it as the leader of a session of its own.
 EXEC_WRAPPER = (
     _PUT
     + r"""
 ac_id=$1; ac_port=$2; ac_n=$3; shift 2
+printf '\036%s P %s\n' "$ac_id" "$$" >&2
 ac_puts "$@" || { printf '\036%s W\n' "$ac_id" >&2; exit 0; }
 shift "$ac_shift"
 [ "$ac_n" -gt 0 ] && printf '\036%s R\n' "$ac_id" >&2
@@ -124,23 +126,104 @@ mkdir -p -- "$1" && exec tar -x -f - -C "$1"
 """
 )
 
-#: ``KILL_TREE ID``: SIGKILL every process whose environment carries ``AGENTCOMPASS_EXEC_ID=ID``, until
-#: none is left (a process forking while we scan is caught by the next pass).
+#: ``KILL_TREE ID [WRAPPER_PID]``: SIGKILL every process of one ``exec``. A process belongs to it when any of
+#: these holds, so a child has to shed all of them at once to escape:
+#:
+#: * it is the wrapper (given, or found: the process ``docker exec`` started, ppid 0, carrying the id), or in
+#:   the wrapper's session (``docker exec`` makes the wrapper a session leader);
+#: * its parent belongs (members are SIGSTOPped as they are found, so no parent exits and orphans its
+#:   children while the tree is walked; ``setsid`` children are found this way);
+#: * it holds the exec's stdout or stderr pipe (what keeps ``docker exec`` from returning; compared with
+#:   ``test -ef`` against the stopped wrapper's fds 1 and 2);
+#: * its environment carries ``AGENTCOMPASS_EXEC_ID=ID`` (unless it cleared it, e.g. ``env -i``).
+#:
+#: The wrapper's pid is trusted only while it is ours or gone (a live stranger reusing it is ignored; the
+#: kernel never reuses a pid that is still a session's id). Frozen members are killed together; passes
+#: repeat until one finds nothing (a fork in flight shows up in the next one); the wrapper dies last, since
+#: its fds are the pipe reference.
 KILL_TREE = (
     r"""
 ac_m="""
     + EXEC_ID_VARIABLE
     + r"""=$1
-ac_n=0
-while [ "$ac_n" -lt 100 ]; do
-  ac_hit=
-  for ac_d in /proc/[0-9]*; do
-    ac_e=$(cat "$ac_d/environ" 2> /dev/null) || continue
-    case $ac_e in *"$ac_m"*) kill -9 "${ac_d#/proc/}" 2> /dev/null && ac_hit=1 ;; esac
+ac_w=$2
+ac_self=$$
+ac_set=" "
+ac_env=" "
+ac_in() { case $2 in *" $1 "*) return 0 ;; esac; return 1; }
+ac_stat() {
+  ac_s=
+  read -r ac_s 2> /dev/null < "/proc/$1/stat" || return 1
+  ac_s=${ac_s##*") "}
+}
+ac_scan_env() {
+  ac_env=" "
+  if command -v grep > /dev/null 2>&1; then
+    ac_l=$(grep -l -s -F -e "$ac_m" /proc/[0-9]*/environ 2> /dev/null)
+  else
+    ac_l=
+    for ac_f in /proc/[0-9]*/environ; do
+      case $(cat "$ac_f" 2> /dev/null) in *"$ac_m"*) ac_l="$ac_l $ac_f" ;; esac
+    done
+  fi
+  for ac_f in $ac_l; do
+    ac_f=${ac_f#/proc/}
+    ac_env="$ac_env${ac_f%/environ} "
   done
-  [ -z "$ac_hit" ] && exit 0
-  ac_n=$((ac_n + 1))
+}
+ac_holds() {
+  [ -n "$ac_wfd" ] || return 1
+  for ac_f in "/proc/$1"/fd/*; do
+    if [ "$ac_f" -ef "/proc/$ac_w/fd/1" ] || [ "$ac_f" -ef "/proc/$ac_w/fd/2" ]; then return 0; fi
+  done
+  return 1
+}
+ac_scan_env
+if [ -z "$ac_w" ]; then
+  for ac_p in $ac_env; do
+    ac_stat "$ac_p" && set -- $ac_s && [ "$2" = 0 ] && ac_w=$ac_p && break
+  done
+fi
+ac_wfd=
+if [ -n "$ac_w" ]; then
+  if ac_in "$ac_w" "$ac_env"; then
+    ac_wfd=1
+    kill -STOP "$ac_w" 2> /dev/null
+  elif ac_stat "$ac_w" && set -- $ac_s && [ "$1" != Z ]; then
+    ac_w=
+  fi
+fi
+ac_i=0
+while [ "$ac_i" -lt 20 ]; do
+  ac_i=$((ac_i + 1))
+  ac_fresh=
+  ac_j=0
+  ac_new=1
+  while [ -n "$ac_new" ] && [ "$ac_j" -lt 50 ]; do
+    ac_j=$((ac_j + 1))
+    ac_new=
+    for ac_d in /proc/[0-9]*; do
+      ac_p=${ac_d#/proc/}
+      case " 1 $ac_self $ac_w$ac_set" in *" $ac_p "*) continue ;; esac
+      ac_stat "$ac_p" || continue
+      set -- $ac_s
+      case $1 in Z | X | x) continue ;; esac
+      [ "$2" = "$ac_self" ] && continue
+      if [ "$4" = "$ac_w" ] || [ "$2" = "$ac_w" ] || ac_in "$2" "$ac_set" || ac_in "$ac_p" "$ac_env" \
+        || ac_holds "$ac_p"; then
+        kill -STOP "$ac_p" 2> /dev/null
+        ac_set="$ac_set$ac_p "
+        ac_fresh="$ac_fresh $ac_p"
+        ac_new=1
+      fi
+    done
+  done
+  [ -z "$ac_fresh" ] && break
+  kill -KILL $ac_fresh 2> /dev/null
+  ac_scan_env
 done
+[ -n "$ac_w" ] && kill -KILL "$ac_w" 2> /dev/null
+exit 0
 """
 )
 

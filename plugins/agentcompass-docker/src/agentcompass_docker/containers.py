@@ -1,0 +1,288 @@
+"""Containers on the engine: how one is made for a task (isolation defaults, labels, the keeper), creating and
+starting it, removing it, finding what a run left by its labels, and telling whether one is still there.
+
+Every container the provider creates is accounted for until it is removed or handed to a session: a create
+still in flight when the run ends (or whose caller gave up) removes its container itself, in its own worker
+thread, as soon as the engine answers. :meth:`Containers.sweep` (teardown) stops new creates, waits for those
+in flight and for removals under way, then removes whatever still carries the run's label.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentcompass.errors import EnvironmentUnavailable, InfrastructureError
+from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.names import safe_name
+from agentcompass.runtime.types import EnvironmentSpec
+from python_on_whales.exceptions import DockerException, NoSuchContainer
+
+from agentcompass_docker import _scripts
+from agentcompass_docker.engine import START_HINT, Engine, detail
+from agentcompass_docker.options import DockerOptions
+
+log = get_logger(plugin="docker")
+
+LABEL_MANAGED = "agentcompass.managed"
+LABEL_RUN = "agentcompass.run_id"
+LABEL_TASK = "agentcompass.task_id"
+
+#: Engine messages on removal that mean there is nothing left to do.
+_REMOVED_ALREADY = ("no such container", "already in progress")
+
+
+def _note(level: str, event: str, **fields: Any) -> None:
+    """Log, never raise: removal runs on every path, also after the run's log has been closed."""
+    with contextlib.suppress(Exception):
+        getattr(log, level)(event, **fields)
+
+
+def is_root(user: str) -> bool:
+    return user.split(":", 1)[0] in ("", "0", "root")
+
+
+@dataclass(frozen=True)
+class ContainerPlan:
+    """What to create for one task attempt."""
+
+    name: str
+    image: str
+    command: list[str]
+    create: dict[str, Any]
+    #: The session's user (``exec`` and file operations run as it).
+    user: str
+    memory: str
+    #: The gateway forwarder's port inside the container, or None.
+    forward_port: int | None
+
+
+def plan_container(
+    spec: EnvironmentSpec,
+    options: DockerOptions,
+    *,
+    image: str,
+    image_user: str,
+    run_id: str,
+    task_id: str,
+    base_env: Mapping[str, str],
+    gateway: tuple[str, int] | None,
+) -> ContainerPlan:
+    """The container for one attempt: the spec's limits (or the options'), no network unless asked, every
+    capability dropped, ``no-new-privileges``, labels naming the run and task, and the keeper as its program."""
+    user = spec.user or image_user or "0"
+    memory = options.memory or spec.memory
+    name = f"ac-{safe_name(run_id, 20, sep='-', distinct=False)}-{safe_name(task_id, 40, sep='-', distinct=False)}"
+    name += f"-{secrets.token_hex(3)}"
+    mounts: list[list[str]] = []
+    tmpfs: list[str] = []
+    command = ["sh", "-c", _scripts.KEEPER, "ac-keeper"]
+    main_user = user
+    if spec.read_only:
+        # Only the working directory (a volume, so the image's content there stays) and /tmp are writable.
+        mounts.append(["type=volume", f"destination={spec.workdir}"])
+        tmpfs.append("/tmp:rw,exec,nosuid,nodev,mode=1777")
+    forward_port = None
+    if gateway is not None:
+        socket_path, forward_port = gateway
+        mounts.append(["type=bind", f"source={socket_path}", f"target={_scripts.GATEWAY_SOCKET}", "readonly"])
+        command += [_scripts.FORWARDER, _scripts.GATEWAY_SOCKET, str(forward_port)]
+        # The forwarder runs as the host's user, who can always open the gateway's socket.
+        main_user = f"{os.getuid()}:{os.getgid()}"
+    create: dict[str, Any] = dict(
+        name=name,
+        labels={LABEL_MANAGED: "1", LABEL_RUN: run_id, LABEL_TASK: task_id},
+        envs={**base_env, **spec.env},
+        workdir=spec.workdir,
+        user=main_user,
+        networks=[options.network if spec.network else "none"],
+        memory=memory,
+        memory_swap=memory,  # no swap: past the limit, the OOM killer acts
+        cpus=options.cpus or spec.cpus,
+        pids_limit=options.pids_limit or spec.pids_limit,
+        cap_drop=["ALL"],
+        cap_add=list(options.cap_add),
+        security_options=["no-new-privileges"],
+        privileged=False,
+        read_only=spec.read_only,
+        tmpfs=tmpfs,
+        mounts=mounts,
+        init=options.init,
+        pull="never",
+    )
+    return ContainerPlan(name, image, command, create, user, memory, forward_port)
+
+
+@dataclass
+class CreateTicket:
+    """One create in flight. :meth:`Containers.abandon` it when its caller gives up."""
+
+    name: str
+    container_id: str | None = None
+    abandoned: bool = False
+
+
+class Containers:
+    """Creates and removes one provider's containers, and knows which are still in flight.
+
+    :param timeout: seconds any one removal or listing may take (clean-up ends even when the engine hangs).
+    """
+
+    def __init__(self, engine: Engine, timeout: float = 60.0) -> None:
+        self.engine = engine
+        self.timeout = timeout
+        self._cond = threading.Condition()
+        self._creating = 0
+        self._removing = 0
+        self._closed = False
+
+    # -- create (worker threads) -----------------------------------------------------------------------
+
+    def create_and_start(self, plan: ContainerPlan, ticket: CreateTicket) -> str:
+        """Create and start ``plan``'s container; its id. If the run is ending or the caller gave up by the
+        time the engine answers, the container is removed here and :class:`InfrastructureError` raised."""
+        with self._cond:
+            if self._closed:
+                raise InfrastructureError("the run is ending: no new containers are started")
+            self._creating += 1
+        try:
+            container_id = self._create_and_start(plan)
+            with self._cond:
+                ticket.container_id = container_id
+                drop = ticket.abandoned or self._closed
+            if drop:
+                self.remove_quietly(container_id)
+                raise InfrastructureError(f"container {plan.name} was removed: its run ended or its caller gave up")
+            return container_id
+        finally:
+            with self._cond:
+                self._creating -= 1
+                self._cond.notify_all()
+
+    def _create_and_start(self, plan: ContainerPlan) -> str:
+        docker = self.engine.docker
+        try:
+            container = docker.container.create(plan.image, plan.command, **plan.create)
+        except DockerException:
+            self.remove_quietly(plan.name)  # a half-created container may exist under its name
+            raise
+        try:
+            docker.container.start(container)
+        except DockerException:
+            self.remove_quietly(container.id)
+            raise
+        return container.id
+
+    def abandon(self, ticket: CreateTicket) -> None:
+        """The caller of a create gives up (timeout, cancellation): its container must not outlive it."""
+        with self._cond:
+            ticket.abandoned = True
+            container_id = ticket.container_id
+        if container_id is not None:  # started before the caller gave up: nobody else will remove it
+            self.engine.submit(self.remove_quietly, container_id)
+
+    # -- remove (worker threads) -----------------------------------------------------------------------
+
+    def remove_quietly(self, container: str) -> None:
+        """``rm -f`` with its anonymous volumes; a container already gone is no error."""
+        with self._cond:
+            self._removing += 1
+        try:
+            self.engine.cli(["rm", "--force", "--volumes", container], self.timeout)
+        except DockerException as exc:
+            if not any(m in detail(exc).lower() for m in _REMOVED_ALREADY):
+                _note("warning", "docker.remove_failed", container=container, error=detail(exc))
+        except EnvironmentUnavailable as exc:
+            _note("warning", "docker.remove_failed", container=container, error=str(exc))
+        finally:
+            with self._cond:
+                self._removing -= 1
+                self._cond.notify_all()
+
+    def prune(self, run_id: str | None) -> int:
+        """Remove containers agentcompass started (``agentcompass.managed=1``), only the run's when
+        ``run_id`` is given, running or not, with their anonymous volumes. Returns how many."""
+        filters = ["--filter", f"label={LABEL_MANAGED}=1"]
+        if run_id:
+            filters += ["--filter", f"label={LABEL_RUN}={run_id}"]
+        try:
+            containers = self.engine.cli(["ps", "--all", "--quiet", "--no-trunc", *filters], self.timeout).split()
+        except (DockerException, EnvironmentUnavailable) as exc:
+            raise EnvironmentUnavailable(f"cannot list containers ({detail(exc)}); {START_HINT}.") from None
+        if not containers:
+            return 0
+        try:
+            self.engine.cli(["rm", "--force", "--volumes", *containers], self.timeout + 0.5 * len(containers))
+        except (DockerException, EnvironmentUnavailable):  # one went away meanwhile (or is being removed)
+            for container in containers:
+                self.remove_quietly(container)
+        return len(containers)
+
+    def close(self) -> None:
+        """No new creates from now on; creates in flight remove what they make."""
+        with self._cond:
+            self._closed = True
+
+    def sweep(self, run_id: str, *, wait: float, remove: bool = True) -> int:
+        """Teardown, blocking: stop new creates, wait (at most ``wait`` s) for creates and removals in flight,
+        then remove every container still labelled with ``run_id``. Returns how many that were."""
+        self.close()
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while self._creating or self._removing:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    _note("warning", "docker.teardown_wait_expired", creating=self._creating, removing=self._removing)
+                    break
+                self._cond.wait(left)
+        if not remove or not run_id:
+            return 0
+        try:
+            left_over = self.prune(run_id)
+            if left_over and self.prune(run_id):  # something failed to go the first time: once more
+                _note("warning", "docker.teardown_second_sweep", run_id=run_id)
+        except EnvironmentUnavailable as exc:
+            _note("warning", "docker.teardown_failed", run_id=run_id, error=str(exc))
+            return 0
+        if left_over:
+            _note("info", "docker.teardown_removed", run_id=run_id, containers=left_over)
+        return left_over
+
+    # -- state -----------------------------------------------------------------------------------------
+
+    def gone_reason(self, container: str, *, settle: float = 0.0) -> str | None:
+        """Why ``container`` cannot run commands any more ("was removed", "was stopped or killed (exit code
+        137)", ...), or None while it is running. With ``settle``, a running container is looked at again
+        for up to that many seconds (the engine may report a kill a moment after the exec ended)."""
+        deadline = time.monotonic() + settle
+        while True:
+            reason = self._gone_reason(container)
+            if reason is not None or time.monotonic() >= deadline:
+                return reason
+            time.sleep(0.05)
+
+    def _gone_reason(self, container: str) -> str | None:
+        try:
+            state = self.engine.docker.container.inspect(container).state
+        except NoSuchContainer:
+            return "was removed"
+        except DockerException as exc:
+            return f"cannot be inspected (the engine says: {detail(exc)})"
+        status = (state.status or "").lower()
+        if status in ("removing", "dead"):
+            return "was removed"
+        if state.oom_killed:
+            return f"was killed for running out of memory (status {status}, exit code {state.exit_code})"
+        if status == "paused" or state.paused:
+            return "was paused"
+        if status == "restarting" or state.restarting:
+            return "is restarting"
+        if status == "running" or state.running:
+            return None
+        return f"was stopped or killed (status {status or 'unknown'}, exit code {state.exit_code})"

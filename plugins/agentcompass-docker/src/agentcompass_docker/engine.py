@@ -1,0 +1,188 @@
+"""The connection to the Docker engine: the python-on-whales client, the thread pool its (blocking) calls run
+in, and what the engine's errors mean.
+
+python-on-whales runs the ``docker`` CLI synchronously, so every call goes through :meth:`Engine.submit`:
+a worker thread, with the caller's context variables (so the run's logger still applies there).
+
+Each CLI process starts in a session of its own (``setsid``, where it exists): a Ctrl-C in the terminal
+reaches the whole foreground process group, and a ``docker create`` or ``docker rm`` killed half-way leaves
+the engine in a state nobody knows about. The provider handles the signal and cleans up in order instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import errno
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar, cast
+
+from agentcompass.errors import EnvironmentUnavailable, describe
+from agentcompass.runtime.logs import get_logger
+from python_on_whales import DockerClient
+from python_on_whales.client_config import ClientNotFoundError
+from python_on_whales.exceptions import DockerException
+from python_on_whales.utils import run as _docker_run
+
+from agentcompass_docker.options import DockerOptions
+
+T = TypeVar("T")
+
+log = get_logger(plugin="docker")
+
+#: The engine must answer ``docker info`` within this many seconds.
+ENGINE_CHECK_TIMEOUT = 30.0
+
+START_HINT = (
+    "start one by starting dockerd (e.g. `sudo systemctl start docker`; in this repository's CI: run "
+    "../shared/ci/docker-up.sh as root), and check DOCKER_HOST (or --env-arg host=URL)"
+)
+
+#: Words of the engine's error messages that mean the container is gone (or cannot run anything now).
+_GONE = ("no such container", "is not running", "is restarting", "is paused", "marked for removal")
+
+
+def detail(exc: BaseException) -> str:
+    """The useful part of a python-on-whales error: the docker CLI's last stderr line (else
+    :func:`agentcompass.errors.describe` of the exception)."""
+    stderr = getattr(exc, "stderr", None)
+    if stderr:
+        lines = [line.strip() for line in str(stderr).strip().splitlines() if line.strip()]
+        if lines:
+            return lines[-1]
+    return describe(exc)
+
+
+def says_gone(message: str) -> bool:
+    """Whether an engine error message says the container is gone or not running."""
+    lowered = message.lower()
+    return any(marker in lowered for marker in _GONE)
+
+
+def file_error(path: str, stderr: str) -> OSError:
+    """The ``OSError`` a failed file script's stderr stands for."""
+    message = stderr.strip() or f"cannot access {path}"
+    if "No such file" in message or "Cannot stat" in message:
+        return FileNotFoundError(errno.ENOENT, message, path)
+    if "Is a directory" in message:
+        return IsADirectoryError(errno.EISDIR, message, path)
+    if "Permission denied" in message or "Read-only file system" in message:
+        return PermissionError(errno.EACCES, message, path)
+    return OSError(errno.EIO, message, path)
+
+
+def _client_call() -> list[str]:
+    docker = shutil.which("docker")
+    setsid = shutil.which("setsid")
+    if docker is None or setsid is None:
+        return ["docker"]  # python-on-whales reports a missing docker CLI itself
+    # A child of Popen never leads its process group, so setsid execs docker directly (no fork): the exit
+    # status and the output are docker's own.
+    return [setsid, docker]
+
+
+class Engine:
+    """One provider's docker client and worker threads."""
+
+    def __init__(self, options: DockerOptions) -> None:
+        self.threads = options.threads
+        self.docker = DockerClient(host=options.host, context=options.context, client_call=_client_call())
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._background: set[Future[Any]] = set()
+        #: Whether the engine ever answered :meth:`check` (no answer: nothing can have been created).
+        self.answered = False
+
+    # -- threads ---------------------------------------------------------------------------------------
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        """Run ``fn`` in a worker thread, with the caller's context variables."""
+        context = contextvars.copy_context()
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="agentcompass-docker")
+            return self._pool.submit(context.run, fn, *args, **kwargs)
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.wrap_future(self.submit(fn, *args, **kwargs))
+
+    def background(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` in a worker thread that nobody waits for (see :meth:`idle`)."""
+        future = self.submit(fn, *args)
+        with self._lock:
+            self._background.add(future)
+        future.add_done_callback(self._background_done)
+
+    def _background_done(self, future: Future[Any]) -> None:
+        with self._lock:
+            self._background.discard(future)
+
+    async def idle(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until the work started by :meth:`background` has finished."""
+        with self._lock:
+            pending = [asyncio.wrap_future(f) for f in self._background]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    def shutdown(self) -> None:
+        """Stop taking work; calls already running finish on their own."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- blocking calls (worker threads only) ----------------------------------------------------------
+
+    def exec_stream(self, container: str, argv: Sequence[str], **kwargs: Any) -> Iterator[tuple[str, bytes]]:
+        """``docker exec`` with its output as raw ``("stdout"|"stderr", bytes)`` pieces (lines), as they come.
+        A non-zero exit raises :class:`DockerException` at the end."""
+        stream = self.docker.container.execute(container, list(argv), stream=True, **kwargs)
+        return cast(Iterator[tuple[str, bytes]], stream)
+
+    def exec_stdin(self, container: str, user: str, argv: Sequence[str], data: bytes) -> None:
+        """``docker exec --interactive`` with ``data`` on the command's stdin; raises :class:`DockerException`.
+
+        python-on-whales's ``execute`` cannot feed stdin, so this goes through its own runner
+        (``python_on_whales.utils.run``) with the client's configured docker command.
+        """
+        command = [*self.docker.client_config.docker_cmd, "exec", "--interactive", "--user", user, container]
+        _docker_run([*command, *argv], input=data)
+
+    def cli(self, args: Sequence[str], timeout: float) -> str:
+        """Run ``docker ARGS...`` (with the client's host and context) for at most ``timeout`` seconds; its
+        stdout. Raises :class:`DockerException` on a non-zero exit, :class:`EnvironmentUnavailable` when the
+        engine does not answer in time. For clean-up, which must end even when the engine hangs."""
+        command = [str(part) for part in self.docker.client_config.docker_cmd] + list(args)
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise EnvironmentUnavailable(f"`docker {args[0]}` got no answer within {timeout:.0f} s") from None
+        except OSError as exc:
+            raise EnvironmentUnavailable(f"cannot run the docker CLI: {describe(exc)}") from None
+        if done.returncode != 0:
+            raise DockerException(command, done.returncode, done.stdout, done.stderr)
+        return done.stdout.decode("utf-8", "replace")
+
+    # -- the engine check ------------------------------------------------------------------------------
+
+    async def check(self) -> None:
+        """Raise :class:`EnvironmentUnavailable` unless the engine answers."""
+        try:
+            await asyncio.wait_for(self.call(self._ping), ENGINE_CHECK_TIMEOUT)
+        except TimeoutError:
+            raise EnvironmentUnavailable(
+                f"the Docker engine did not answer within {ENGINE_CHECK_TIMEOUT:.0f} s; {START_HINT}."
+            ) from None
+
+    def _ping(self) -> None:
+        try:
+            self.docker.system.info()
+        except (DockerException, ClientNotFoundError) as exc:
+            raise EnvironmentUnavailable(f"no Docker engine answers ({detail(exc)}); {START_HINT}.") from None
+        except Exception as exc:  # an answer python-on-whales cannot parse is still an answer
+            log.debug("docker.info_unparsed", error=describe(exc)[:200])
+        self.answered = True
