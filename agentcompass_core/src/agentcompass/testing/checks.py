@@ -374,6 +374,10 @@ async def check_exec_timeout_kills_tree(
                     if _alive_on_host(pid, marker):
                         with contextlib.suppress(OSError):
                             os.kill(pid, 9)
+                for _ in range(50):  # until the kernel has ended them
+                    if not any(_alive_on_host(pid, marker) for pid, marker in pids.items()):
+                        break
+                    await asyncio.sleep(0.05)
             else:
                 with contextlib.suppress(Exception):
                     await env.exec(["kill", "-9", *map(str, pids)], timeout=30)
