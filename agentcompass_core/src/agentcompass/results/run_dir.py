@@ -216,7 +216,7 @@ class RunDirectory:
         for number, data in _read_objects(path, self.warnings):
             tid, trial, status = data.get("task_id"), data.get("trial", 1), data.get("status")
             category, metrics = data.get("category"), data.get("metrics", {})
-            valid = (type(tid) is str and type(trial) is int and trial >= 1 and status in statuses
+            valid = (isinstance(tid, str) and type(trial) is int and trial >= 1 and status in statuses
                      and (category is None or type(category) is str) and type(metrics) is dict)
             if valid:
                 for v in metrics.values():
@@ -226,7 +226,7 @@ class RunDirectory:
             if not valid:
                 _warn(self.warnings, path, number, "not a valid result")
                 continue
-            out[(tid, trial)] = Score(category, status == "COMPLETED", metrics)
+            out[(str(tid), int(trial))] = Score(category, status == "COMPLETED", metrics)
         return out
 
     def attempt_counts(self) -> dict[tuple[str, int], int]:
