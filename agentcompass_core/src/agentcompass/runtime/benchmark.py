@@ -69,6 +69,26 @@ class BaseBenchmark:
         """Place the task's material in the environment. Must be idempotent: a retry calls it again."""
         return PreparedTask(task_id=task.task_id)
 
+    def instruction(self, task: TaskSpec, prepared: PreparedTask) -> str:
+        """What the agent must do, as text: what agent harnesses (``react``, ``command``) hand to the model or
+        the agent program. Called after ``prepare_task``.
+
+        Default: ``task.data["instruction"]``, else ``task.data["prompt"]`` (a non-empty string). Override it
+        when the instruction lives elsewhere (a file, ``prepared.metadata``). Never put hidden tests or
+        reference solutions into it.
+
+        :raises NotImplementedError: the task states no instruction (neither key is set).
+        """
+        for key in ("instruction", "prompt"):
+            value = task.data.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+        raise NotImplementedError(
+            f"benchmark {self.name or type(self).__name__!r} states no instruction for task {task.task_id!r}: "
+            "its data has no non-empty 'instruction' or 'prompt', and the benchmark does not implement "
+            "instruction(task, prepared)"
+        )
+
     async def collect_artifacts(
         self,
         task: TaskSpec,

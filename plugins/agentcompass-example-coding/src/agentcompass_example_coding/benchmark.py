@@ -3,7 +3,7 @@
 An ordinary (harness-driven) benchmark:
 
 * ``prepare_task`` writes ``PROMPT.md`` into the task environment (the prompt is also
-  ``TaskSpec.data["prompt"]``);
+  ``TaskSpec.data["prompt"]``, and what ``instruction()`` gives agent harnesses such as ``react``);
 * the harness (an agent, or the built-in ``oracle`` / ``nop``) writes — or not — ``solution.py``;
 * ``collect_artifacts`` downloads ``solution.py`` into ``plan.artifacts_dir``; it never scores;
 * ``evaluate`` runs in a *fresh* environment holding the submission as ``artifacts/solution.py``, copies the
@@ -114,6 +114,12 @@ class ExampleCodingBenchmark(BaseBenchmark):
             task_id=task.task_id,
             metadata={"prompt_file": PROMPT_FILE, "solution_file": SOLUTION_FILE},
         )
+
+    def instruction(self, task: TaskSpec, prepared: PreparedTask) -> str:
+        """The task's prompt (also in ``PROMPT.md``), for agent harnesses: write ``solution.py`` in the
+        working directory. The hidden tests and the reference solution are never part of it."""
+        _ = prepared
+        return str(task.data["prompt"])
 
     async def apply_reference_solution(
         self,
