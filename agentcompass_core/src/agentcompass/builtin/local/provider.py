@@ -102,7 +102,12 @@ def _under(prefix: str) -> Callable[[str], bool]:
 
 
 class LocalProvider(EnvironmentProvider):
-    """Opens :class:`LocalSession`\\ s under a run root. Options (``--env-arg``): see :class:`LocalOptions`."""
+    """Opens :class:`LocalSession`\\ s under a run root.
+
+    Options (``--env-arg``, see :class:`LocalOptions`): ``root=DIR`` (default: the temp directory),
+    ``keep=true|false`` (keep working directories; ``env prune`` removes them once the run is over),
+    ``processes=auto|cgroup|tree`` (how every process of a command is found to be killed).
+    """
 
     name = "local"
 
