@@ -45,7 +45,7 @@ def test_run_result_json_round_trip(result):
 def test_aggregation_counts_errors_as_zero_and_reports_both_means(rs):
     contract = make_metric_contract(primary="score", scalar=("score", "f1"))
     overall, metrics = aggregate(contract, rs)
-    assert overall.n_tasks == len(rs)
+    assert overall.n_results == len(rs)
     assert sum(overall.status_counts.values()) == len(rs)
     completed = [r for r in rs if r.status is TaskStatus.COMPLETED]
     for name in ("score", "f1"):
@@ -63,7 +63,7 @@ def test_aggregation_counts_errors_as_zero_and_reports_both_means(rs):
         else:
             assert m.mean_completed is None
     # Every task with a category is counted in exactly one category group.
-    assert sum(g.n_tasks for g in metrics.by_category.values()) == sum(r.category is not None for r in rs)
+    assert sum(g.n_results for g in metrics.by_category.values()) == sum(r.category is not None for r in rs)
 
 
 secret_text = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), min_size=6, max_size=40)
