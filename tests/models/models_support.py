@@ -84,6 +84,10 @@ class ProbeBenchmark(HarnessFreeBenchmark):
 
     #: What ``env`` printed inside each task's environment (with ``dump_env=1``), for leak checks.
     environment_dumps: ClassVar[list[str]] = []
+    #: Every answer the gateway gave the task's code (what code in an environment sees), for leak checks.
+    gateway_answers: ClassVar[list[str]] = []
+    #: Appended to the first message of every task (a large request body, say).
+    first_message_tail: ClassVar[str] = ""
 
     def __init__(self, n_tasks: str = "3", calls: str = "2", via: str = "client", roles: str = "agent",
                  dump_env: str = "0") -> None:
@@ -101,7 +105,8 @@ class ProbeBenchmark(HarnessFreeBenchmark):
         if self.dump_env and env is not None:
             shown = await env.exec(["sh", "-c", "env; cat /proc/self/environ 2>/dev/null | tr '\\0' '\\n'"])
             self.environment_dumps.append(shown.stdout)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": f"hello from {task.task_id}"}]
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": f"hello from {task.task_id}{self.first_message_tail}"}]
         answers = []
         for _ in range(self.calls):
             if self.via == "gateway":
@@ -134,6 +139,7 @@ async def _gateway_chat(plan: ExecutionPlan, role: str, messages: Sequence[Mappi
         json={"model": endpoint.model, "messages": list(messages)},
     ) as r:
         text = await r.text()
+    ProbeBenchmark.gateway_answers.append(text)
     if r.status != 200:
         raise RuntimeError(f"gateway said {r.status}: {text}")
     return str(json.loads(text)["choices"][0]["message"]["content"])

@@ -209,18 +209,42 @@ async def test_dropped_connection_is_retried(server: FakeModelServer) -> None:
     assert reply.metadata["attempts"] == 2
 
 
-async def test_connection_refused_is_retried_then_fails() -> None:
+def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens here once the socket closes
+        return int(s.getsockname()[1])  # nothing listens here once the socket closes
+
+
+async def test_connection_refused_by_an_endpoint_never_reached_is_fatal_at_once() -> None:
+    port = _closed_port()
     client = make_openai_compatible(MODEL, settings=ProviderSettings(
-        base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, request_timeout=2, environ={}))
+        base_url=f"http://127.0.0.1:{port}/v1", max_retries=5, request_timeout=2, environ={}))
+    started = time.monotonic()
     try:
-        with pytest.raises(ModelError, match="connection error") as info:
+        with pytest.raises(ModelError) as info:
             await client.chat(HELLO)
     finally:
         await client.aclose()
-    assert info.value.retryable and "after 3 attempts" in str(info.value)
+    assert str(info.value).startswith(
+        f"openai-compatible model 'tiny': cannot connect to http://127.0.0.1:{port}/v1: connection refused")
+    assert info.value.fatal and not info.value.retryable and "attempts" not in str(info.value)
+    assert time.monotonic() - started < 1  # no backoff
+
+
+async def test_connection_refused_after_answers_is_retried_then_fatal() -> None:
+    srv = FakeModelServer().start_in_thread()
+    client = make_openai_compatible(MODEL, settings=ProviderSettings(
+        base_url=srv.base_url, max_retries=2, request_timeout=2, environ={}))
+    try:
+        await client.chat(HELLO)
+        srv.stop_thread()  # the server goes away mid-run (a restart, say)
+        with pytest.raises(ModelError, match="connection refused") as info:
+            await client.chat(HELLO)
+    finally:
+        srv.stop_thread()
+        await client.aclose()
+    assert info.value.fatal and str(info.value).endswith("(after 3 attempts)")
+    assert str(info.value).count("attempts") == 1
 
 
 async def test_max_connections_bounds_concurrency() -> None:

@@ -6,6 +6,12 @@ call goes through the attempt's metered clients, so it lands in the trajectory l
 
 Routing: the request's ``model`` selects the role — a role name (``agent``, ``user``, ``judge``) or the
 model id the role's endpoint advertises; anything else is a 404 listing what exists.
+
+What goes back to the environment is masked of the run's provider secrets (replies and error messages alike:
+a server that echoes a key must not hand it to the code under test). A failed upstream call answers with the
+provider's status (502 when there was none) and ``x-should-retry: false`` once the provider has already
+retried it, so that clients which honour the header (the OpenAI and Anthropic SDKs) do not multiply the
+retries. What the trajectory keeps of each call is bounded: see :mod:`agentcompass.models.metering`.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from typing import Any
 import attrs
 from aiohttp import web
 
+from agentcompass.errors import describe
 from agentcompass.models.metering import MeteredModel, TaskMeter
+from agentcompass.redaction import Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
 from agentcompass.runtime.types import ModelEndpoint
 
@@ -32,8 +40,10 @@ PASSTHROUGH_PARAMS = (
 )
 
 
-def _error(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
-    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
+def _error(status: int, message: str, kind: str = "invalid_request_error",
+           headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status,
+                             headers=headers)
 
 
 @attrs.define
@@ -53,6 +63,8 @@ class ModelGateway:
     port: int = 0
     unix_socket: str = ""
     _grants: dict[str, Grant] = attrs.field(factory=dict)
+    #: The secrets of every client granted so far (the run's providers).
+    _redactor: Redactor = attrs.field(factory=Redactor)
     _runner: web.AppRunner | None = None
     _socket_dir: str | None = None
 
@@ -97,6 +109,9 @@ class ModelGateway:
     ) -> tuple[str, dict[str, ModelEndpoint]]:
         """Issue a token for one task attempt; returns it and one endpoint per role."""
         token = "acgw-" + secrets.token_urlsafe(24)
+        for client in clients.values():
+            self._redactor.add(*getattr(client, "secrets", ()))
+        meter.redactor = self._redactor
         metered = {role: MeteredModel(client, role, meter, via="gateway") for role, client in clients.items()}
         self._grants[token] = Grant(metered, {r: self.model_ids[r] for r in clients})
         endpoints = {
@@ -150,16 +165,20 @@ class ModelGateway:
             return _error(404, f"unknown model {model!r}; this gateway serves {', '.join(known)}",
                           "not_found_error")
         params = {k: body[k] for k in PASSTHROUGH_PARAMS if k in body}
+        mask = self._redactor.text
         try:
             response = await grant.clients[role].chat(body["messages"], tools=body.get("tools"), **params)
         except ModelError as exc:
-            status = exc.status or (503 if exc.retryable else 502)
-            return _error(status, f"model {role!r} failed: {exc}", "upstream_error")
+            status = exc.status or 502
+            # The provider retried already (or the error is final): a client retrying would multiply it.
+            retried = not exc.retryable or int(getattr(exc, "attempts", 1) or 1) > 1
+            return _error(status, mask(f"model {role!r} failed: {exc}"), "upstream_error",
+                          {"x-should-retry": "false"} if retried else None)
         except Exception as exc:  # a provider bug must not take the gateway down
-            return _error(500, f"model {role!r} failed: {type(exc).__name__}: {exc}", "upstream_error")
+            return _error(500, mask(f"model {role!r} failed: {describe(exc)}"), "upstream_error")
         completion_id = "chatcmpl-" + secrets.token_hex(8)
         created = int(time.time())
-        message = dict(response.message)
+        message = self._redactor.data(dict(response.message))
         message.setdefault("content", None)
         usage = {
             "prompt_tokens": response.usage.prompt_tokens,

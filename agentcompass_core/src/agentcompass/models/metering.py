@@ -3,10 +3,18 @@
 Each record holds the messages, the tools offered, the reply (tool calls included), token usage, latency, the
 provider's attempts and the cost when the model has a price. The meter also enforces the budgets
 (:mod:`agentcompass.models.budget`) and notices fatal model errors, which stop the run's scheduling.
+
+A record keeps at most :data:`RECORD_LIMIT` bytes (256 KiB) of JSON for its messages, reply and error: when a
+call is larger, its longest strings (message contents, tool arguments, data URLs) are masked of the run's
+secrets, then cut to a common length that fits, each ending with ``[... N more bytes not recorded]``, and the
+record says ``"truncated": {"original_bytes": N, "limit_bytes": 262144}`` (otherwise ``"truncated": null``).
+Should the structure alone exceed the limit (tens of thousands of messages), messages from the middle of the
+conversation are left out too, replaced by one note naming how many.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -14,8 +22,10 @@ from typing import Any
 
 import attrs
 
+from agentcompass.errors import describe
 from agentcompass.models.budget import BUDGETED_ROLES, LimitReached, RunBudget
 from agentcompass.models.prices import Price
+from agentcompass.redaction import Redactor
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError
 from agentcompass.runtime.types import RunResult, TaskStatus
 
@@ -36,6 +46,18 @@ class CallRecord:
     finish_reason: str | None = None
     attempts: int = 1
     cost_usd: float | None = None
+    #: ``{"original_bytes": N, "limit_bytes": L}`` when the record was cut to :data:`RECORD_LIMIT`.
+    truncated: dict[str, int] | None = None
+
+    def bound(self, redactor: Redactor | None, limit: int | None = None) -> None:
+        """Cut the record to ``limit`` bytes of JSON (masking what is cut with ``redactor`` first)."""
+        limit = RECORD_LIMIT if limit is None else limit
+        kept, original = bound_call(
+            {"messages": self.messages, "response": self.response, "error": self.error}, redactor, limit)
+        if original is None:
+            return
+        self.messages, self.response, self.error = kept["messages"], kept["response"], kept["error"]
+        self.truncated = {"original_bytes": original, "limit_bytes": limit}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,7 +75,107 @@ class CallRecord:
             "finish_reason": self.finish_reason,
             "attempts": self.attempts,
             "cost_usd": self.cost_usd,
+            "truncated": self.truncated,
         }
+
+
+#: Bytes of JSON a call record keeps of its messages, reply and error.
+RECORD_LIMIT = 256 * 1024
+#: Room kept for each cut string's note.
+_NOTE_ROOM = 48
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+
+
+def _strings(value: Any, out: list[int]) -> None:
+    """The UTF-8 sizes of every string in ``value`` (dictionary keys aside)."""
+    if isinstance(value, str):
+        out.append(len(value.encode()))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _strings(v, out)
+
+
+def _water_level(sizes: list[int], budget: int) -> int:
+    """The largest cap ``c`` with ``sum(min(s, c) for s in sizes) <= budget``."""
+    remaining = max(0, budget)
+    ordered = sorted(sizes)
+    for i, size in enumerate(ordered):
+        left = len(ordered) - i
+        if size * left > remaining:
+            return remaining // left
+        remaining -= size
+    return ordered[-1] if ordered else 0
+
+
+def _cut(value: Any, cap: int, redactor: Redactor | None) -> Any:
+    """``value`` with every string longer than ``cap`` bytes masked, then cut to ``cap`` bytes plus a note."""
+    if isinstance(value, str):
+        data = value.encode()
+        if len(data) <= cap:
+            return value
+        masked = redactor.text(value) if redactor is not None else value  # mask before cutting, never after
+        data = masked.encode()
+        if len(data) <= cap:
+            return masked
+        kept = data[:max(0, cap - _NOTE_ROOM)].decode("utf-8", errors="ignore")
+        return f"{kept}[... {len(data) - len(kept.encode())} more bytes not recorded]"
+    if isinstance(value, Mapping):
+        return {k: _cut(v, cap, redactor) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut(v, cap, redactor) for v in value]
+    return value
+
+
+def _blank(value: Any) -> Any:
+    """``value`` with every string emptied: its structure, whose size no cut of strings changes."""
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, Mapping):
+        return {k: _blank(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_blank(v) for v in value]
+    return value
+
+
+def bound_call(call: dict[str, Any], redactor: Redactor | None,
+               limit: int = RECORD_LIMIT) -> tuple[dict[str, Any], int | None]:
+    """``call`` cut to at most ``limit`` bytes of JSON, and its original size (None when it was not cut)."""
+    original = _size(call)
+    if original <= limit:
+        return call, None
+    sizes: list[int] = []
+    _strings(call, sizes)
+    budget = limit - _size(_blank(call)) - _NOTE_ROOM * len(sizes)
+    kept = call
+    for _ in range(6):  # JSON escapes make the sizes approximate: shrink until it fits
+        kept = _cut(call, max(_NOTE_ROOM, _water_level(sizes, budget)), redactor)
+        excess = _size(kept) - limit
+        if excess <= 0:
+            return kept, original
+        budget -= excess + 64
+    # Too many messages for any cut of their strings: leave messages out of the middle too.
+    messages = list(kept.get("messages") or [])
+    head: list[Any] = []
+    tail: list[Any] = []
+    room = limit - _size({**kept, "messages": []}) - 200
+    while messages:
+        from_head = len(head) <= len(tail)
+        item = messages[0] if from_head else messages[-1]
+        room -= _size(item) + 2  # and its ", "
+        if room < 0:
+            break
+        if from_head:
+            head.append(messages.pop(0))
+        else:
+            tail.insert(0, messages.pop())
+    note = [{"role": "agentcompass", "content": f"[... {len(messages)} messages not recorded]"}] if messages else []
+    return {**kept, "messages": [*head, *note, *tail]}, original
 
 
 @attrs.define
@@ -62,6 +184,8 @@ class TaskMeter:
 
     task_id: str
     attempt: int
+    #: The (task, trial)'s seed, passed to models that accept one (``ModelClient.accepts_seed``).
+    seed: int | None = None
     calls: list[CallRecord] = attrs.field(factory=list)
     #: Run-wide budget and stop signal (set when the attempt is granted its models).
     budget: RunBudget | None = None
@@ -74,6 +198,8 @@ class TaskMeter:
     limit_reached: str | None = None
     #: The first fatal model error of this attempt (bad credentials, unknown model).
     fatal_error: str | None = None
+    #: Masks the run's secrets in what a record cuts (set when the attempt is granted its models).
+    redactor: Redactor | None = None
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per role: calls, prompt/completion tokens, summed latency, errors, and cost when priced."""
@@ -122,6 +248,18 @@ class MeteredModel(ModelClient):
         self.meter = meter
         self.model = inner.model
         self.via = via
+        self._redactor: Redactor | None = None
+
+    def _keep(self, record: CallRecord) -> None:
+        """Bound the record (masked before any cut) and add it to the meter."""
+        redactor = self.meter.redactor
+        if redactor is None:  # a meter no gateway granted: this client's own secrets
+            if self._redactor is None:
+                self._redactor = Redactor()
+                self._redactor.add(*getattr(self.inner, "secrets", ()))
+            redactor = self._redactor
+        record.bound(redactor if redactor.active else None)
+        self.meter.calls.append(record)
 
     async def chat(
         self,
@@ -143,26 +281,32 @@ class MeteredModel(ModelClient):
             via=self.via,
         )
         meter = self.meter
+        answered = False
         try:
             meter.check(self.role)
+            if meter.seed is not None and "seed" not in params and self.inner.accepts_seed:
+                params = {**params, "seed": meter.seed}
             response = await self.inner.chat(messages, tools=tools, **params)
+            answered = True
         except LimitReached as exc:
             record.error = str(exc)
             meter.limit_reached = meter.limit_reached or str(exc)
             raise
         except ModelError as exc:
             record.error = str(exc)
+            record.attempts = int(getattr(exc, "attempts", 1) or 1)
             if exc.fatal:
                 meter.fatal_error = meter.fatal_error or str(exc)
                 if meter.budget is not None:
                     meter.budget.stop(str(exc))
             raise
         except Exception as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
+            record.error = describe(exc)
             raise
         finally:
             record.latency_s = time.perf_counter() - t0
-            self.meter.calls.append(record)
+            if not answered:
+                self._keep(record)
         record.response = dict(response.message)
         record.prompt_tokens = response.usage.prompt_tokens
         record.completion_tokens = response.usage.completion_tokens
@@ -175,4 +319,5 @@ class MeteredModel(ModelClient):
             record.cost_usd = price.cost(response.usage.prompt_tokens, response.usage.completion_tokens)
             if meter.budget is not None:
                 meter.budget.add_cost(record.cost_usd)
+        self._keep(record)
         return response

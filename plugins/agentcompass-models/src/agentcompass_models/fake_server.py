@@ -13,6 +13,10 @@ Script actions, consumed one per request in order: ``{"status": N, "headers": {.
 error answer), ``{"delay": seconds}`` (answer late), ``{"malformed": true}`` (a 200 whose body is not JSON),
 ``{"reply": {...assistant message...}}`` (a fixed answer), ``{"drop": true}`` (close the connection).
 
+Leaks, for the secret-masking tests: ``leak_key=True`` makes replies repeat the caller's key (and, with
+``leak_encodings=True``, its base64, basic-auth and URL-encoded forms); ``echo_key_at=N`` makes the 401 for a
+wrong key quote it at offset N of a long message, as some providers quote the request back.
+
 From a shell: ``python -m agentcompass_models.fake_server --port 8000 --latency 0.1`` prints its base URL.
 """
 
@@ -20,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import secrets
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote_plus
 
 from agentcompass.builtin.mock_model import MockModel, _count_tokens
 from aiohttp import web
@@ -80,13 +86,16 @@ class FakeModelServer:
 
     def __init__(self, *, latency: float = 0.0, api_keys: Iterable[str] = (), models: Iterable[str] = (),
                  leak_key: bool = False, host: str = "127.0.0.1", port: int = 0, record: bool = True,
-                 fixed_reply: str | None = None) -> None:
+                 fixed_reply: str | None = None, leak_encodings: bool = False,
+                 echo_key_at: int | None = None) -> None:
         self.latency = latency
         #: Answer every request with this text instead of the mock policy (cheapest, for load tests).
         self.fixed_reply = fixed_reply
         self.api_keys = set(api_keys)
         self.models = set(models)
         self.leak_key = leak_key
+        self.leak_encodings = leak_encodings
+        self.echo_key_at = echo_key_at
         self.host, self.port = host, port
         self.record = record
         self.script: list[dict[str, Any]] = []
@@ -194,8 +203,12 @@ class FakeModelServer:
             body, action = await self._begin(request, key)
             if self.api_keys and key not in self.api_keys:
                 shown = key if key is not None else "(none)"
-                return _openai_error(401, f"Incorrect API key provided: {shown}.", "invalid_request_error",
-                                     "invalid_api_key")
+                if self.echo_key_at is not None:
+                    filler = "request rejected; the request was " * 40
+                    said = f"{filler[:self.echo_key_at]}{shown}{filler}"
+                else:
+                    said = f"Incorrect API key provided: {shown}."
+                return _openai_error(401, said, "invalid_request_error", "invalid_api_key")
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 return _openai_error(400, "We could not parse the JSON body of your request.",
                                      "invalid_request_error")
@@ -280,7 +293,12 @@ class FakeModelServer:
             return {"role": "assistant", "content": self.fixed_reply}
         message = self._mock._reply(body["messages"], body.get("tools") or ())
         if self.leak_key and key and not message.get("tool_calls"):
-            message["content"] = f"{message.get('content') or ''} (your key is {key})"
+            leaked = f"your key is {key}"
+            if self.leak_encodings:
+                b64 = base64.b64encode
+                leaked += (f", sent as Bearer {b64(f'Bearer {key}'.encode()).decode()}, basic "
+                           f"{b64(f'user:{key}'.encode()).decode()}, query ?key={quote_plus(key)}")
+            message["content"] = f"{message.get('content') or ''} ({leaked})"
         return message
 
 

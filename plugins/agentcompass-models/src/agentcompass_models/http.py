@@ -14,16 +14,23 @@ policies that would fight the runtime's.
   malformed responses, honouring ``Retry-After`` / ``retry-after-ms``, at most ``--max-retries`` times.
 * 401 / 403 (credentials) and 404 (unknown model or wrong base URL) are *fatal*: every later call would fail
   the same way, so the run stops scheduling. Other 4xx end the task without retry.
-* Every message this module builds is scrubbed of the client's secrets, which are also exposed as
-  ``secrets`` so the runner masks them in everything it writes.
+* A refused connection (nothing listens at the base URL) is fatal at once while the endpoint has never
+  answered in this process (a wrong URL or a server that is not up: every task would wait out the backoff to
+  fail the same way); once the endpoint has answered, a refusal is taken for a restart and retried like any
+  connection error, and is fatal only when the retries are exhausted.
+* Every message this module builds is masked of the client's secrets (and their encodings) *before* any
+  server text in it is shortened, so a key the server echoes is never cut into a fragment that escapes the
+  mask. The secrets are also exposed as ``secrets`` so the runner masks them in everything it writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import json
 import random
+import re
 import ssl
 import time
 from collections.abc import Mapping
@@ -31,9 +38,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
-from agentcompass.errors import UsageError
+from agentcompass.errors import UsageError, describe
 from agentcompass.models.settings import ProviderSettings
-from agentcompass.redaction import MASK
+from agentcompass.redaction import MASK, MIN_SECRET_LENGTH, Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
 
 #: Backoff: the n-th retry waits uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n)) seconds.
@@ -43,7 +50,18 @@ BACKOFF_CAP = 30.0
 RETRY_AFTER_CAP = 120.0
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 FATAL_STATUSES = frozenset({401, 403, 404})
+#: Server text quoted in an error message is cut to this many characters (after masking).
 ERROR_SNIPPET = 300
+
+
+class ProviderError(ModelError):
+    """A failed call of an HTTP provider; ``attempts`` is how many requests were made for it."""
+
+    attempts: int = 1
+
+
+class EndpointUnreachable(ProviderError):
+    """The connection to the endpoint was refused: nothing listens at its base URL."""
 
 
 def split_base_url(url: str) -> tuple[str, list[str]]:
@@ -74,6 +92,8 @@ class _Pool:
         self.client = client
         self.slots = asyncio.Semaphore(slots)
         self.refs = 0
+        #: Whether the endpoint has sent any HTTP answer yet (a refusal before that is a wrong URL).
+        self.answered = False
 
 
 #: Shared pools by (endpoint, limits, event loop). A client takes a reference on first use and drops it in
@@ -114,6 +134,8 @@ class HTTPModelClient(ModelClient):
         self.params = dict(params or {})
         #: Real credentials, for the runner's redactor. Never logged, never written.
         self.secrets: tuple[str, ...] = tuple(s for s in (api_key, *url_secrets, *extra_secrets) if s)
+        self._redactor = Redactor()
+        self._redactor.add(*self.secrets)
         self._pool: _Pool | None = None
         self._pool_key: tuple[Any, ...] | None = None
         self._closed = False
@@ -132,8 +154,12 @@ class HTTPModelClient(ModelClient):
     # -- helpers ------------------------------------------------------------------------------------
 
     def scrub(self, text: str) -> str:
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, MASK)
+        """``text`` with this client's secrets masked (their encodings and cut-off pieces too). Call it on
+        server text *before* shortening it."""
+        text = self._redactor.text(text)
+        for secret in self.secrets:
+            if len(secret) < MIN_SECRET_LENGTH:  # too short for the redactor, still never shown
+                text = text.replace(secret, MASK)
         return text
 
     @property
@@ -186,8 +212,11 @@ class HTTPModelClient(ModelClient):
             if isinstance(error, dict):
                 return error, attempt
             if not error.retryable or attempt > max_retries:
-                if error.retryable and max_retries:
+                error.attempts = attempt
+                if error.retryable and attempt > 1:
                     error.args = (f"{error.args[0]} (after {attempt} attempts)",)
+                if isinstance(error, EndpointUnreachable):
+                    error.fatal = True  # the endpoint went away and did not come back
                 raise error
             delay = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
             if retry_after is not None:
@@ -196,36 +225,43 @@ class HTTPModelClient(ModelClient):
 
     async def _attempt(
         self, pool: _Pool, url: str, headers: dict[str, str], content: bytes
-    ) -> tuple[dict[str, Any] | ModelError, float | None]:
+    ) -> tuple[dict[str, Any] | ProviderError, float | None]:
         timeout = self.settings.request_timeout
         async with pool.slots:
             try:
                 async with asyncio.timeout(timeout):
                     async with pool.client.post(url, data=content, headers=headers, allow_redirects=False) as r:
+                        pool.answered = True
                         status, response_headers, body = r.status, r.headers, await r.read()
             except TimeoutError:
                 return self._error(f"no answer within {timeout:g}s (--request-timeout)", retryable=True), None
             except aiohttp.ClientError as exc:
-                detail = str(exc) or type(exc).__name__
-                return self._error(f"connection error: {detail}", retryable=True), None
+                if _refused(exc):
+                    text = self.scrub(f"{self.provider} model {self.model!r}: cannot connect to "
+                                      f"{self.safe_base_url}: connection refused (is the server running? is the "
+                                      "base URL right?)")
+                    # Never answered: a wrong URL or a server that is down, fatal now. Else retried (a restart).
+                    return EndpointUnreachable(text, retryable=pool.answered, fatal=not pool.answered), None
+                return self._error(f"connection error: {describe(exc)}", retryable=True), None
         if 200 <= status < 300:
             try:
                 data = json.loads(body)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                return self._error(f"malformed response: not JSON ({_snippet(_decode(body))!r})",
-                                   retryable=True, status=status), None
+                said = _snippet(self.scrub(_decode(body)))
+                return self._error(f"malformed response: not JSON ({said!r})", retryable=True, status=status), None
             if not isinstance(data, dict):
                 return self._error("malformed response: not a JSON object", retryable=True, status=status), None
             return data, None
         return self._http_error(status, body), _retry_after(response_headers)
 
     def _error(self, message: str, *, retryable: bool = False, status: int | None = None,
-               fatal: bool = False) -> ModelError:
+               fatal: bool = False) -> ProviderError:
+        """An error naming the model and endpoint. Server text in ``message`` must be masked and cut already."""
         text = f"{self.provider} model {self.model!r} at {self.safe_base_url}: {message}"
-        return ModelError(self.scrub(text), retryable=retryable, status=status, fatal=fatal)
+        return ProviderError(self.scrub(text), retryable=retryable, status=status, fatal=fatal)
 
-    def _http_error(self, status: int, body: bytes) -> ModelError:
-        said = _server_message(body)
+    def _http_error(self, status: int, body: bytes) -> ProviderError:
+        said = _snippet(self.scrub(_server_message(body)))  # mask first: a cut could split an echoed key
         tail = f"; the server said: {said}" if said else ""
         if status in (401, 403):
             source = self.key_source or "no API key was sent"
@@ -244,6 +280,7 @@ class HTTPModelClient(ModelClient):
 
 
 def _snippet(text: str) -> str:
+    """``text`` on one line, cut to :data:`ERROR_SNIPPET` characters. Only ever given masked text."""
     text = " ".join(text.split())
     return text[:ERROR_SNIPPET] + ("..." if len(text) > ERROR_SNIPPET else "")
 
@@ -253,21 +290,37 @@ def _decode(body: bytes) -> str:
 
 
 def _server_message(body: bytes) -> str:
+    """What an error answer says, whole (the caller masks, then cuts)."""
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return _snippet(_decode(body))
+        return _decode(body)
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict):
             message = err.get("message") or err.get("detail")
             if message:
-                return _snippet(str(message))
+                return str(message)
         elif isinstance(err, str):
-            return _snippet(err)
+            return err
         if isinstance(data.get("detail"), str):
-            return _snippet(data["detail"])
-    return _snippet(_decode(body))
+            return str(data["detail"])
+    return _decode(body)
+
+
+_ERRNO = re.compile(r"\[Errno (\d+)\]")
+
+
+def _refused(exc: aiohttp.ClientError) -> bool:
+    """Whether a connection error is a refusal (of every address the host name has)."""
+    os_error = getattr(exc, "os_error", None) if isinstance(exc, aiohttp.ClientConnectorError) else None
+    if os_error is None:
+        return False
+    if isinstance(os_error, ConnectionRefusedError) or os_error.errno == errno.ECONNREFUSED:
+        return True
+    # Several addresses (localhost: ::1 and 127.0.0.1) fail as one OSError("Multiple exceptions: ...").
+    codes = _ERRNO.findall(str(os_error))
+    return bool(codes) and all(int(c) == errno.ECONNREFUSED for c in codes)
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
