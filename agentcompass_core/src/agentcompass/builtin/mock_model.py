@@ -161,5 +161,3 @@ class MockModel(ModelClient):
 def make_mock_model(name: str = "", **options: Any) -> MockModel:
     return MockModel(name, **options)
 
-
-_count_tokens = count_tokens  # transitional: fake_server imports the old name

@@ -15,6 +15,7 @@ Installed with ``agentcompass-core`` as the pytest plugin ``agentcompass`` (fixt
 :mod:`agentcompass.testing.pytest_plugin`. Importing this package never imports pytest.
 """
 
+from agentcompass.builtin.mock_model import MockModel, count_tokens
 from agentcompass.testing.checks import (
     DELIBERATE_ERROR,
     check_benchmark,
@@ -67,6 +68,7 @@ __all__ = [
     "FunctionHarness",
     "KitRun",
     "LoopbackOpenAI",
+    "MockModel",
     "RecordingProvider",
     "RecordingSession",
     "RegistrationError",
@@ -80,6 +82,7 @@ __all__ = [
     "check_exec_timeout_kills_tree",
     "check_paths_confined",
     "check_prepare_idempotent",
+    "count_tokens",
     "default_request",
     "environment_sessions",
     "first_task",

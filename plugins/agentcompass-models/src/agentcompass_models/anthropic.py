@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
-from agentcompass.models.settings import ProviderSettings, load_credentials
+from agentcompass.runtime.providers import ProviderSettings, load_credentials
 from agentcompass.runtime.models import ChatResponse, Usage
 
 from agentcompass_models.http import HTTPModelClient

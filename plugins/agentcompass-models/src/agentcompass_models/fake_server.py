@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote_plus
 
-from agentcompass.builtin.mock_model import MockModel, _count_tokens
+from agentcompass.testing import MockModel, count_tokens
 from aiohttp import web
 
 
@@ -226,8 +226,8 @@ class FakeModelServer:
                 "model": model,
                 "choices": [{"index": 0, "message": message,
                              "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": {"prompt_tokens": _count_tokens(body["messages"]), "completion_tokens": completion,
-                          "total_tokens": _count_tokens(body["messages"]) + completion},
+                "usage": {"prompt_tokens": count_tokens(body["messages"]), "completion_tokens": completion,
+                          "total_tokens": count_tokens(body["messages"]) + completion},
             })
         finally:
             self.in_flight -= 1
@@ -262,7 +262,7 @@ class FakeModelServer:
             return web.json_response({
                 "id": "msg_" + secrets.token_hex(6), "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
-                "usage": {"input_tokens": _count_tokens(messages), "output_tokens": 5 + 8 * len(content)},
+                "usage": {"input_tokens": count_tokens(messages), "output_tokens": 5 + 8 * len(content)},
             })
         finally:
             self.in_flight -= 1

@@ -39,8 +39,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from agentcompass.errors import UsageError, describe
-from agentcompass.models.settings import ProviderSettings
-from agentcompass.redaction import MASK, MIN_SECRET_LENGTH, Redactor
+from agentcompass.runtime.providers import ProviderSettings
+from agentcompass.runtime.providers import MASK, MIN_SECRET_LENGTH, Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
 
 #: Backoff: the n-th retry waits uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n)) seconds.
