@@ -1,0 +1,577 @@
+"""``harbor``: Harbor task directories (the format of Terminal-Bench 2 and many adapted datasets) as an
+agentcompass benchmark.
+
+    agentcompass run harbor react openai/MODEL -b path=TASKS --env docker
+
+Per task (:mod:`agentcompass_harbor.config` reads the directory):
+
+* **environment** — ``environment/Dockerfile`` is the image (``docker`` builds it once per run, before any
+  task starts, cached by content hash), else ``[environment] docker_image``; ``cpus``, ``memory_mb``, the
+  network (``network_mode``/``allow_internet``: on unless ``no-network``), ``workdir`` (else the
+  Dockerfile's ``WORKDIR``, else ``/app``), ``env`` and ``[agent] user`` become the
+  :class:`~agentcompass.runtime.EnvironmentSpec`;
+* **prepare** — creates ``/logs/agent``, ``/logs/verifier``, ``/logs/artifacts`` and runs the
+  ``[environment.healthcheck]``. The agent gets ``instruction.md`` (``instruction()``) and
+  ``task.data["agent_timeout_sec"]`` (``[agent] timeout_sec``), the time limit the ``react`` and ``command``
+  harnesses honour. It never sees ``tests/`` or ``solution/``;
+* **oracle** — copies ``solution/`` to ``/solution`` and runs ``solve.sh`` (with ``[solution] env``) within the
+  agent's time limit; ``nop`` does nothing;
+* **collect** — copies the agent's declared outputs (``artifacts = [...]``, ``/logs/artifacts``) and
+  ``/logs/agent`` into the attempt's artifacts;
+* **evaluate** — clears ``/logs/verifier``, copies ``tests/`` to ``/tests`` (only now), runs ``tests/test.sh``
+  in the working directory with ``[verifier] env`` and its ``timeout_sec``, and reads the reward
+  (:mod:`agentcompass_harbor.rewards`): ``reward`` is the primary metric, every key of ``reward.json`` is a
+  metric. No reward file, an invalid one, a verifier that times out or dies without a reward: ``EVAL_ERROR``,
+  the verifier's output kept (the error's tail, ``artifacts/.../verifier/``). The test script's exit status
+  alone decides nothing, as in Harbor.
+
+Verification runs in the agent's environment (Harbor's ``shared`` mode), or — for tasks whose ``[verifier]``
+says ``environment_mode = "separate"``, or every task with ``-b verify=fresh`` — in a fresh environment from
+the same spec holding only the agent's declared outputs, for tasks where the agent could tamper with the
+verifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentcompass.errors import UsageError
+from agentcompass.runtime import (
+    BaseBenchmark,
+    EnvironmentSession,
+    EnvironmentSpec,
+    ExecutionPlan,
+    PreparedTask,
+    RunRequest,
+    RunResult,
+    TaskSpec,
+    TaskStatus,
+)
+from agentcompass.runtime.benchmark import EvaluationEnvironmentMode
+from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.metrics import MetricContract, make_metric_contract
+
+from agentcompass_harbor import templates
+from agentcompass_harbor.config import HarborFormatError, HarborTask, dockerfile_workdir, find_task_dirs, read_task
+from agentcompass_harbor.layout import CONTAINER, WORKDIR, Layout
+from agentcompass_harbor.rewards import PRIMARY, RewardError, read_rewards
+
+log = get_logger(plugin="harbor")
+
+VALID_OPTIONS = ("path", "verify", "category", "image", "default_image", "workdir", "network", "pass_env",
+                 "metrics", "layout")
+VERIFY_MODES = ("task", "shared", "fresh")
+IMAGE_MODES = ("auto", "build", "prebuilt")
+NETWORK_MODES = ("task", "on", "off")
+LAYOUTS = ("auto", CONTAINER, WORKDIR)
+DEFAULT_WORKDIR = "/app"
+DEFAULT_IMAGE = "python:3.11-slim"
+#: The verifier's time is cut this much short of the evaluate phase's timeout, so that a verifier that runs
+#: too long ends as a verifier timeout with its output kept, not as a phase timeout without it.
+EVALUATE_SLACK = 15.0
+#: Characters of the verifier's output kept in ``result.artifacts`` and in error messages.
+OUTPUT_TAIL = 4000
+#: Where the fresh evaluation environment holds the collected outputs (under the runtime's ``artifacts/``).
+OUTPUTS = "outputs"
+VERIFIER_OUTPUT = "verifier-output.txt"
+#: ``/logs/agent`` under ``outputs/``: collected for the record, not put back for a fresh verification.
+AGENT_LOGS = "logs/agent"
+
+#: Prints ``f PATH`` or ``d PATH`` for each argument that is a file or a non-empty directory.
+_LIST = ('for p in "$@"; do if [ -f "$p" ]; then echo "f $p"; '
+         'elif [ -d "$p" ] && [ -n "$(ls -A "$p" 2>/dev/null)" ]; then echo "d $p"; fi; done')
+
+
+def _choice(option: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise UsageError(f"harbor: option {option}={value!r}: expected one of {', '.join(choices)}")
+    return text
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.strip() for v in str(value or "").split(",") if v.strip()))
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """What a task needs at run time beyond its TaskSpec (kept off the spec: values may be secrets)."""
+
+    task: HarborTask
+    env: Mapping[str, str]
+    verifier_env: Mapping[str, str]
+    solution_env: Mapping[str, str]
+    workdir: str
+
+
+class HarborBenchmark(BaseBenchmark):
+    """Harbor task directories. See the module's documentation; options in the plugin's README."""
+
+    name: ClassVar[str] = "harbor"
+    metric_contract: MetricContract = make_metric_contract(primary=PRIMARY, labels={PRIMARY: "Reward"}, binary=True)
+    evaluation_environment_mode: EvaluationEnvironmentMode = "reuse"
+    evaluate_needs_live_environment: bool = True
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(VALID_OPTIONS))
+        if unknown:
+            raise UsageError(f"unknown option(s) {', '.join(repr(o) for o in unknown)} for benchmark 'harbor'; "
+                             f"valid options: {', '.join(VALID_OPTIONS)}")
+        super().__init__(**options)
+        if not options.get("path"):
+            raise UsageError("benchmark 'harbor' needs -b path=DIR: a Harbor task directory or a directory of them")
+        self.path = Path(str(options["path"])).expanduser()
+        if not self.path.is_dir():
+            raise UsageError(f"harbor: -b path={options['path']}: no such directory")
+        self.verify = _choice("verify", options.get("verify", "task"), VERIFY_MODES)
+        self.category_key = str(options.get("category", "difficulty")).strip()
+        self.image_mode = _choice("image", options.get("image", "auto"), IMAGE_MODES)
+        self.default_image = str(options.get("default_image") or DEFAULT_IMAGE)
+        self.default_workdir = str(options.get("workdir") or DEFAULT_WORKDIR)
+        if not self.default_workdir.startswith("/"):
+            raise UsageError(f"harbor: option workdir={self.default_workdir!r} must be an absolute path")
+        self.network = _choice("network", options.get("network", "task"), NETWORK_MODES)
+        self.pass_env = frozenset(_names(options.get("pass_env")))
+        self.layout_option = _choice("layout", options.get("layout", "auto"), LAYOUTS)
+        extra = tuple(m for m in _names(options.get("metrics")) if m != PRIMARY)
+        self.metric_contract = make_metric_contract(
+            primary=PRIMARY, scalar=(PRIMARY, *extra), labels={PRIMARY: "Reward"}, binary=True)
+        self._tasks = self._read_tasks()
+        self.evaluation_environment_mode = self._verification_mode()
+        self.evaluate_needs_live_environment = self.evaluation_environment_mode == "reuse"
+
+    # -- tasks ---------------------------------------------------------------------------------------
+
+    def _read_tasks(self) -> dict[str, _Resolved]:
+        found = find_task_dirs(self.path)
+        if not found:
+            raise UsageError(f"harbor: no task directory (with a task.toml) at {self.path}")
+        tasks: dict[str, _Resolved] = {}
+        problems: list[str] = []
+        for task_id, directory in found:
+            try:
+                task = read_task(directory, task_id)
+                if task.config.multi_step:
+                    raise HarborFormatError(f"{directory}: multi-step tasks ([[steps]]) are not supported")
+                if task.config.os != "linux":
+                    raise HarborFormatError(f"{directory}: only linux tasks are supported (os = "
+                                            f"{task.config.os!r})")
+                if task.test_script is None:
+                    raise HarborFormatError(f"{directory}: no tests/test.sh")
+                resolved = self._resolve(task)
+            except (HarborFormatError, templates.TemplateError) as exc:
+                problems.append(str(exc))
+                continue
+            tasks[task_id] = resolved
+        if problems:
+            shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+            raise UsageError(f"harbor: {len(problems)} invalid task(s) under {self.path}: {shown}")
+        return tasks
+
+    def _resolve(self, task: HarborTask) -> _Resolved:
+        config, host = task.config, dict(os.environ)
+
+        def resolve(values: Mapping[str, str], where: str) -> dict[str, str]:
+            return templates.resolve(values, allowed=self.pass_env, host=host,
+                                     where=f"task {task.task_id!r}: {where}")
+
+        workdir = config.workdir
+        if workdir is None and self._builds(task) and task.dockerfile is not None:
+            workdir = dockerfile_workdir(task.dockerfile)
+        return _Resolved(
+            task=task,
+            env=resolve(config.env, "[environment] env"),
+            verifier_env=resolve(config.verifier_env, "[verifier] env"),
+            solution_env=resolve(config.solution_env, "[solution] env"),
+            workdir=workdir or self.default_workdir,
+        )
+
+    def _verification_mode(self) -> EvaluationEnvironmentMode:
+        if self.verify == "shared":
+            return "reuse"
+        if self.verify == "fresh":
+            return "fresh"
+        separate = sorted(t for t, r in self._tasks.items() if r.task.config.verifier_mode == "separate")
+        if not separate:
+            return "reuse"
+        if len(separate) == len(self._tasks):
+            return "fresh"
+        shared = sorted(set(self._tasks) - set(separate))
+        raise UsageError(
+            f"harbor: under {self.path} the tasks {', '.join(separate[:5])} verify in a separate environment "
+            f"([verifier] environment_mode) and {', '.join(shared[:5])} in the agent's: one run verifies one "
+            "way, so run them separately (point -b path= at each group) or choose with -b verify=shared|fresh"
+        )
+
+    def load_tasks(self, req: RunRequest) -> Iterator[TaskSpec]:
+        _ = req
+        for task_id, resolved in self._tasks.items():
+            config = resolved.task.config
+            data: dict[str, Any] = {"instruction": resolved.task.instruction,
+                                    "verifier_timeout_sec": config.verifier_timeout_sec}
+            if config.agent_timeout_sec is not None:
+                data["agent_timeout_sec"] = config.agent_timeout_sec
+            category = config.metadata.get(self.category_key) if self.category_key else None
+            yield TaskSpec(
+                task_id=task_id,
+                category=str(category) if category not in (None, "") else None,
+                data=data,
+                metadata={"harbor": {
+                    "name": config.name,
+                    "schema_version": config.schema_version,
+                    "source": config.source,
+                    "metadata": dict(config.metadata),
+                    "verifier_mode": config.verifier_mode,
+                    "unsupported": self._unsupported(resolved.task),
+                }},
+            )
+
+    @staticmethod
+    def _unsupported(task: HarborTask) -> list[str]:
+        """Fields of the task that this benchmark reads but cannot honour (recorded with the task)."""
+        config, out = task.config, []
+        if config.gpus:
+            out.append(f"gpus={config.gpus}")
+        if config.storage_mb:
+            out.append(f"storage_mb={config.storage_mb}")
+        if config.network_mode == "allowlist":
+            out.append("network_mode=allowlist (the network is on, unrestricted)")
+        if config.verifier_environment:
+            out.append("[verifier.environment] (the verifier runs in the agent's image)")
+        if config.verifier_user and config.verifier_user != config.agent_user:
+            out.append(f"verifier.user={config.verifier_user} (the verifier runs as the agent's user)")
+        if config.build_timeout_sec != 600.0:
+            out.append(f"build_timeout_sec={config.build_timeout_sec:g} (docker: --env-arg build_timeout=)")
+        return out
+
+    def _task(self, task: TaskSpec) -> _Resolved:
+        try:
+            return self._tasks[task.task_id]
+        except KeyError:
+            raise RuntimeError(f"harbor: unknown task {task.task_id!r} (not under {self.path})") from None
+
+    def _builds(self, task: HarborTask) -> bool:
+        if task.dockerfile is None:
+            return False
+        return not (self.image_mode == "prebuilt" and task.config.docker_image)
+
+    def environment_spec(self, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
+        resolved = self._task(task)
+        harbor, config = resolved.task, resolved.task.config
+        network = config.network_mode != "no-network" if self.network == "task" else self.network == "on"
+        fields: dict[str, Any] = {"workdir": resolved.workdir, "env": dict(resolved.env), "network": network}
+        if self._builds(harbor):
+            fields.update(build_context=str(harbor.environment_dir.resolve()), dockerfile="Dockerfile")
+        elif config.docker_image:
+            fields["image"] = config.docker_image
+        elif self.image_mode == "build":
+            raise ValueError(f"task {task.task_id!r} has no environment/Dockerfile to build")
+        else:
+            fields["image"] = self.default_image
+        if config.cpus is not None:
+            fields["cpus"] = config.cpus
+        if config.memory_mb is not None:
+            fields["memory"] = f"{config.memory_mb}m"
+        if config.agent_user is not None:
+            fields["user"] = config.agent_user
+        return EnvironmentSpec(**fields)
+
+    # -- layout --------------------------------------------------------------------------------------
+
+    def _layout(self, plan: ExecutionPlan, env: EnvironmentSession, resolved: _Resolved) -> Layout:
+        kind = self.layout_option
+        if kind == "auto":
+            kind = WORKDIR if plan.environment == "local" else CONTAINER
+        return Layout(kind, str(env.workdir), resolved.workdir)
+
+    def instruction(self, task: TaskSpec, prepared: PreparedTask) -> str:
+        """``instruction.md``; in the workdir layout (``local``) with the task's paths mapped."""
+        text = str(task.data["instruction"])
+        layout = prepared.metadata.get("layout")
+        if isinstance(layout, Mapping) and layout.get("kind") == WORKDIR:
+            return Layout(WORKDIR, str(layout["workdir"]), str(layout["task_workdir"])).rewrite(text)
+        return text
+
+    # -- phases --------------------------------------------------------------------------------------
+
+    async def prepare_task(
+        self, task: TaskSpec, req: RunRequest, plan: ExecutionPlan, env: EnvironmentSession | None = None
+    ) -> PreparedTask:
+        """Create Harbor's log directories and run the healthcheck. Idempotent."""
+        resolved, env = self._task(task), _require(env, "prepare_task")
+        layout = self._layout(plan, env, resolved)
+        made = await env.exec(["mkdir", "-p", layout.agent_dir, layout.verifier_dir, layout.artifacts_dir],
+                              timeout=120)
+        if made.returncode != 0 or made.timed_out:
+            raise RuntimeError(f"cannot create {layout.logs}/agent, verifier, artifacts in the environment "
+                               f"(as its user): {_one_line(made.stderr or made.stdout)}")
+        check = resolved.task.config.healthcheck
+        if check is not None:
+            await _healthcheck(env, check.command, check.retries, check.interval_sec, check.timeout_sec,
+                               check.start_period_sec, check.start_interval_sec)
+        return PreparedTask(task_id=task.task_id, metadata={
+            "layout": {"kind": layout.kind, "workdir": layout.workdir, "task_workdir": layout.task_workdir},
+            "verify": self.evaluation_environment_mode,
+        })
+
+    async def apply_reference_solution(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        """The oracle: ``solution/`` to ``/solution``, then ``solve.sh`` within the agent's time limit. Its
+        exit status is recorded; the verifier decides the reward."""
+        resolved, env = self._task(task), _require(env, "apply_reference_solution")
+        harbor = resolved.task
+        if harbor.solve_script is None:
+            raise RuntimeError(f"task {task.task_id!r} has no solution/solve.sh, so the oracle cannot run it")
+        layout = self._layout(plan, env, resolved)
+        staging = _staging(layout, "solution")
+        with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
+            staged = await asyncio.to_thread(layout.staged_copy, harbor.solution_dir, Path(scratch))
+            await env.upload(staged, staging)
+        limit = harbor.config.agent_timeout_sec
+        started = time.perf_counter()
+        solved = await env.exec(
+            ["sh", "-c", _move_in_script(staging, layout.solution, "solve.sh"), "solve"],
+            timeout=limit, env={**resolved.solution_env, "DEBIAN_FRONTEND": "noninteractive"},
+        )
+        seconds = time.perf_counter() - started
+        output = solved.stdout + solved.stderr
+        if solved.returncode == _SETUP_FAILED and not solved.timed_out:
+            raise RuntimeError(f"cannot put the solution in place: {_one_line(output)}")
+        if plan.artifacts_dir:
+            await asyncio.to_thread(_write, Path(plan.artifacts_dir) / "agent" / "oracle.txt", output)
+        record = {"returncode": None if solved.timed_out else solved.returncode, "seconds": round(seconds, 6),
+                  "output_tail": _tail(output)}
+        if solved.timed_out:
+            return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.RUN_ERROR,
+                             error=f"the reference solution timed out after {limit:g} s ([agent] timeout_sec)",
+                             error_phase="run", artifacts={"oracle": record})
+        return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
+                         artifacts={"oracle": record})
+
+    async def collect_artifacts(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        result: RunResult,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        """Copy the agent's declared outputs (``artifacts``, ``/logs/artifacts``) and ``/logs/agent`` into
+        ``plan.artifacts_dir``: under ``outputs/`` by their path in the environment. Never scores."""
+        resolved, env = self._task(task), _require(env, "collect_artifacts")
+        layout = self._layout(plan, env, resolved)
+        sources = {layout.agent_dir: AGENT_LOGS, layout.artifacts_dir: "logs/artifacts"}
+        for artifact in resolved.task.config.artifacts:
+            placed = layout.place(artifact.source)
+            sources[placed] = _relative(artifact.source, resolved.workdir)
+        listing = await env.exec(["sh", "-c", _LIST, "list", *sources], timeout=120)
+        if listing.returncode != 0 or listing.timed_out:
+            raise RuntimeError(f"cannot look for the agent's outputs: {_one_line(listing.stderr)}")
+        present = [line[2:] for line in listing.stdout.splitlines() if line[:2] in ("f ", "d ")]
+        collected = []
+        if present and not plan.artifacts_dir:
+            raise RuntimeError("plan.artifacts_dir is not set; cannot save the agent's outputs")
+        for path in present:
+            if path not in sources:
+                continue
+            target = Path(plan.artifacts_dir) / OUTPUTS / sources[path]
+            await asyncio.to_thread(target.parent.mkdir, parents=True, exist_ok=True)
+            await env.download(path, target)
+            collected.append(sources[path])
+        return replace(result, artifacts={**result.artifacts, "outputs": collected})
+
+    async def evaluate(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        result: RunResult,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> RunResult:
+        """Run ``tests/test.sh`` and read the reward (see the module's documentation)."""
+        if result.status is not TaskStatus.COMPLETED or result.error:
+            return replace(result, metrics={})
+        resolved, env = self._task(task), _require(env, "evaluate")
+        harbor = resolved.task
+        layout = self._layout(plan, env, resolved)
+        fresh = self.evaluation_environment_mode == "fresh"
+        outputs = list(result.artifacts.get("outputs") or []) if fresh else []
+        placed_back = [(f"artifacts/{OUTPUTS}/{rel}", layout.place("/" + rel)) for rel in outputs
+                       if rel != AGENT_LOGS]
+        uploaded = await asyncio.to_thread(_entries, plan.artifacts_dir) if fresh else []
+        staging = _staging(layout, "tests")
+        with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
+            staged = await asyncio.to_thread(layout.staged_copy, harbor.tests_dir, Path(scratch))
+            await env.upload(staged, staging)
+        timeout, why = self._verifier_timeout(harbor, plan)
+        script = _verify_script(layout, staging, placed_back, [f"artifacts/{name}" for name in uploaded])
+        started = time.perf_counter()
+        run = await env.exec(["sh", "-c", script, "verify"], timeout=timeout, env=dict(resolved.verifier_env))
+        seconds = time.perf_counter() - started
+        output = run.stdout + (("\n" + run.stderr) if run.stderr else "")
+        host_dir = Path(plan.artifacts_dir) / "verifier" if plan.artifacts_dir else None
+        if run.returncode == _SETUP_FAILED and not run.timed_out:
+            raise RuntimeError(f"cannot set up the verification: {_one_line(output)}")
+        saved = ""
+        if host_dir is not None:
+            await self._download_verifier_dir(env, layout, host_dir)
+            await asyncio.to_thread(_write, host_dir / VERIFIER_OUTPUT, output)
+            saved = f"; its output is in the attempt's artifacts (verifier/{VERIFIER_OUTPUT})"
+        if run.timed_out:
+            raise RuntimeError(f"the verifier timed out after {timeout:g} s ({why}){saved}; "
+                               f"output: {_one_line(output)}")
+        try:
+            if host_dir is None:
+                raise RewardError("plan.artifacts_dir is not set; cannot read the reward")
+            rewards, source = await asyncio.to_thread(read_rewards, host_dir)
+        except RewardError as exc:
+            status = f"exit status {run.returncode}" if run.returncode >= 0 else f"killed ({run.returncode})"
+            raise RuntimeError(f"{exc} (the verifier's {status}){saved}; output: {_one_line(output)}") from None
+        return replace(
+            result,
+            metrics=rewards,
+            artifacts={**result.artifacts, "verifier": {
+                "reward_file": source,
+                "rewards": rewards,
+                "returncode": run.returncode,
+                "seconds": round(seconds, 6),
+                "output_tail": _tail(output),
+                "environment": "fresh" if fresh else "shared",
+            }},
+        )
+
+    def _verifier_timeout(self, task: HarborTask, plan: ExecutionPlan) -> tuple[float, str]:
+        own = task.config.verifier_timeout_sec
+        phase = plan.timeouts.get("evaluate")
+        if phase is not None and phase - EVALUATE_SLACK < own:
+            bound = max(phase - EVALUATE_SLACK, phase * 0.5)
+            return bound, (f"the evaluate phase's timeout of {phase:g} s, less a margin; the task allows "
+                           f"{own:g} s: raise it with --phase-timeout evaluate={own + EVALUATE_SLACK + 45:g}")
+        return own, "the task's [verifier] timeout_sec"
+
+    @staticmethod
+    async def _download_verifier_dir(env: EnvironmentSession, layout: Layout, target: Path) -> None:
+        """``/logs/verifier`` to the host; nothing when the verifier removed it."""
+        try:
+            await env.download(layout.verifier_dir, target)
+        except Exception as exc:  # gone: no reward file, reported as such
+            log.info("harbor.verifier_dir_missing", error=str(exc)[:200])
+            await asyncio.to_thread(target.mkdir, parents=True, exist_ok=True)
+
+
+#: Runs the script ``$1``: made executable and run directly (its ``#!`` line decides), else with bash, else sh.
+_RUN_SCRIPT = ('chmod +x "$1" 2>/dev/null; exec 2>&1; if [ -x "$1" ]; then exec "$1"; '
+               'elif command -v bash >/dev/null 2>&1; then exec bash "$1"; else exec sh "$1"; fi')
+#: The verification script's exit status when setting up (not the tests) failed.
+_SETUP_FAILED = 197
+
+
+_FAIL = f"fail() {{ echo \"agentcompass-harbor: $1\" >&2; exit {_SETUP_FAILED}; }}"
+
+
+def _staging(layout: Layout, what: str) -> str:
+    """Where a directory of the task is uploaded before a script moves it into place."""
+    return f"{layout.root or '/tmp'}/agentcompass-harbor-{what}-{os.urandom(6).hex()}"
+
+
+def _move_in_script(staging: str, target: str, script: str) -> str:
+    """Replace ``target`` with the uploaded ``staging`` directory, then run ``target/script``."""
+    q = shlex.quote
+    return "\n".join([
+        _FAIL,
+        f"rm -rf {q(target)} && mkdir -p \"$(dirname {q(target)})\" && mv {q(staging)} {q(target)} "
+        f"|| fail 'cannot move it to {target}'",
+        f"set -- {q(target + '/' + script)}",
+        _RUN_SCRIPT,
+    ])
+
+
+def _verify_script(layout: Layout, staging: str, placed_back: list[tuple[str, str]], uploaded: list[str]) -> str:
+    """One shell script: put the collected outputs back (fresh), clear ``/logs/verifier`` and ``/tests``, move
+    the tests in, and run ``test.sh`` from the working directory."""
+    q = shlex.quote
+    lines = [_FAIL]
+    for source, target in placed_back:
+        lines.append(f"mkdir -p \"$(dirname {q(target)})\" && rm -rf {q(target)} && cp -a {q(source)} {q(target)} "
+                     f"|| fail 'cannot put back {target}'")
+    for path in uploaded:  # what the runtime placed under artifacts/: not part of the agent's working directory
+        lines.append(f"rm -rf {q(path)}")
+    if uploaded:
+        lines.append("rmdir artifacts 2>/dev/null || true")
+    lines += [
+        f"rm -rf {q(layout.verifier_dir)} {q(layout.tests)} || fail 'cannot clear {layout.verifier_dir}'",
+        f"mkdir -p {q(layout.verifier_dir)} {q(layout.agent_dir)} {q(layout.artifacts_dir)} "
+        f"|| fail 'cannot create {layout.verifier_dir}'",
+        f"mkdir -p \"$(dirname {q(layout.tests)})\" && mv {q(staging)} {q(layout.tests)} "
+        f"|| fail 'cannot move the tests to {layout.tests}'",
+        f"set -- {q(layout.tests + '/test.sh')}",
+        _RUN_SCRIPT,
+    ]
+    return "\n".join(lines)
+
+
+async def _healthcheck(env: EnvironmentSession, command: str, retries: int, interval: float, timeout: float,
+                       start_period: float, start_interval: float) -> None:
+    """Harbor's healthcheck: ``retries`` consecutive failures (after the start period) fail the task."""
+    started = time.monotonic()
+    failures = 0
+    while True:
+        check = await env.exec(["sh", "-c", command], timeout=timeout)
+        if check.returncode == 0 and not check.timed_out:
+            return
+        in_start = time.monotonic() - started < start_period
+        if not in_start:
+            failures += 1
+            if failures >= retries:
+                raise RuntimeError(f"the environment's healthcheck failed {failures} times: "
+                                   f"{_one_line(check.stderr or check.stdout)}")
+        await asyncio.sleep(start_interval if in_start else interval)
+
+
+def _require(env: EnvironmentSession | None, phase: str) -> EnvironmentSession:
+    if env is None:
+        raise RuntimeError(f"harbor needs an environment in {phase}")
+    return env
+
+
+def _relative(source: str, workdir: str) -> str:
+    """Where a declared output goes under ``outputs/``: its absolute path without the leading ``/``."""
+    path = source if source.startswith("/") else f"{workdir.rstrip('/')}/{source}"
+    return path.lstrip("/") or "."
+
+
+def _entries(directory: str) -> list[str]:
+    """The names in ``directory`` (none when it is not one)."""
+    return sorted(os.listdir(directory)) if directory and os.path.isdir(directory) else []
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= OUTPUT_TAIL else "…" + text[-OUTPUT_TAIL:]
+
+
+def _one_line(text: str, limit: int = 600) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    joined = " | ".join(lines)
+    return (joined if len(joined) <= limit else "…" + joined[-limit:]) or "(no output)"
+

@@ -1,0 +1,26 @@
+"""Entry point of the harnesses plugin: registers ``react`` and ``command``. Importing it is cheap: each
+factory imports its harness when called."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentcompass import hookimpl
+
+
+def _react(**options: Any) -> Any:
+    from agentcompass_harnesses.react import ReactHarness
+
+    return ReactHarness(**options)
+
+
+def _command(**options: Any) -> Any:
+    from agentcompass_harnesses.command import CommandHarness
+
+    return CommandHarness(**options)
+
+
+@hookimpl
+def register_harnesses(register: Any) -> None:
+    register("react", _react)
+    register("command", _command)
