@@ -103,6 +103,18 @@ def test_ctrl_c_interrupts_a_local_run_without_tracebacks(tmp_path, duration):
     assert list((tmp_path / "work").iterdir()) == []
 
 
+def gateway_dirs(tmp: Path, pid: int) -> list[Path]:
+    """The model-gateway socket directories the run with ``pid`` made (in TMPDIR, or in /tmp when TMPDIR is too
+    long for a socket path)."""
+    found = []
+    for base in {tmp, Path("/tmp")}:
+        for p in base.iterdir():
+            if p.name.startswith("agentcompass-gw-") and (p / "owner.json").exists():
+                if json.loads((p / "owner.json").read_text()).get("pid") == pid:
+                    found.append(p)
+    return found
+
+
 def test_a_sigkilled_run_is_cleaned_up_by_env_prune_and_by_its_resume(tmp_path, duration):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -120,6 +132,7 @@ def test_a_sigkilled_run_is_cleaned_up_by_env_prune_and_by_its_resume(tmp_path, 
     assert len(roots) == 1 and (roots[0] / "owner.json").exists(), roots
     owner = json.loads((roots[0] / "owner.json").read_text())
     assert owner["pid"] == first.pid and owner["run_id"]
+    assert len(gateway_dirs(tmp, first.pid)) == 1  # the model gateway's socket directory is left too
 
     # A prune scoped to another run touches nothing; a prune of everything removes it and its processes.
     assert "removed 0 local" in run("env", "prune", "--env", "local", "--run-id", "other", env=env).stdout
@@ -127,7 +140,8 @@ def test_a_sigkilled_run_is_cleaned_up_by_env_prune_and_by_its_resume(tmp_path, 
     pruned = run("env", "prune", "--env", "local", env=env)
     assert pruned.returncode == 0, pruned.stderr
     assert "removed 1 local environment(s)" in pruned.stdout
-    assert not roots[0].exists()
+    assert "and 1 model-gateway socket directory" in pruned.stdout
+    assert not roots[0].exists() and gateway_dirs(tmp, first.pid) == []
     assert wait_until_gone(pids) == [], "the killed run's commands survived the prune"
     own = processes.own_cgroup_dir()
     if own is not None:
@@ -139,11 +153,11 @@ def test_a_sigkilled_run_is_cleaned_up_by_env_prune_and_by_its_resume(tmp_path, 
     second.kill()
     second.communicate(timeout=30)
     left = run_roots(tmp)
-    assert len(left) == 1
+    assert len(left) == 1 and len(gateway_dirs(tmp, second.pid)) == 1
     flag.write_text("")
     resumed = run("run", "--resume", str(tmp_path / "second"), env=env)
     assert resumed.returncode == 0, resumed.stderr
-    assert run_roots(tmp) == []
+    assert run_roots(tmp) == [] and gateway_dirs(tmp, second.pid) == []
     assert sleeping(duration) == []
 
 

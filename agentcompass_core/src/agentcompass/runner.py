@@ -34,7 +34,7 @@ from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
 from agentcompass.logging import make_run_logger
-from agentcompass.models.gateway import ModelGateway
+from agentcompass.models.gateway import ModelGateway, prune_socket_dirs
 from agentcompass.models.roles import GatewayModelAccess, build_clients, model_ids, spent_usd
 from agentcompass.plugins import PluginHost
 from agentcompass.redaction import Redactor
@@ -205,7 +205,9 @@ class Runner:
             todo = [(t, trial) for t, trial in work if (t.task_id, trial) not in finished]
             final = dict(finished)
             provider = resolved.provider
-            gateway = ModelGateway(model_ids(req))
+            if self.resume:
+                prune_socket_dirs(req.run_id)  # what a killed earlier part of this run left
+            gateway = ModelGateway(model_ids(req), run_id=req.run_id)
             access: GatewayModelAccess | None = None
             context: ExecutionContext | None = None
             try:

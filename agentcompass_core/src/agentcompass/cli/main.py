@@ -169,12 +169,16 @@ def env_prune(ctx: click.Context, environment: str, run_id: str | None) -> None:
     """Remove environments that killed runs left behind."""
     import asyncio
 
+    from agentcompass.models.gateway import prune_socket_dirs
+
     host = plugin_host(ctx)
     with cli_errors():
         provider = host.factory("environment", environment)()
         removed = asyncio.run(provider.prune(run_id))
+        sockets = prune_socket_dirs(run_id)
     scope = f"run {run_id}" if run_id else "all runs"
-    click.echo(f"removed {removed} {environment} environment(s) of {scope}")
+    click.echo(f"removed {removed} {environment} environment(s) of {scope}"
+               + (f" and {sockets} model-gateway socket director{'y' if sockets == 1 else 'ies'}" if sockets else ""))
 
 
 def main() -> None:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -29,6 +31,7 @@ from aiohttp import web
 
 from agentcompass.errors import describe
 from agentcompass.models.metering import MeteredModel, TaskMeter
+from agentcompass.owned_dirs import make_owned_dir, remove_stale
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
 from agentcompass.runtime.types import ModelEndpoint
@@ -38,6 +41,10 @@ PASSTHROUGH_PARAMS = (
     "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "tool_choice",
     "presence_penalty", "frequency_penalty", "response_format", "parallel_tool_calls",
 )
+
+
+#: The gateway's Unix socket lives in a directory named ``<prefix><run id>-XXXX`` in the temp directory.
+SOCKET_DIR_PREFIX = "agentcompass-gw-"
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error",
@@ -59,6 +66,8 @@ class ModelGateway:
     """Serve role clients over OpenAI's chat-completions protocol. ``start`` before use, ``stop`` after."""
 
     model_ids: dict[str, str]
+    #: Names the socket directory (``agentcompass-gw-<run id>-XXXX``), so what a killed run left can be pruned.
+    run_id: str = ""
     host: str = "127.0.0.1"
     port: int = 0
     unix_socket: str = ""
@@ -80,7 +89,7 @@ class ModelGateway:
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         if not self.unix_socket:
-            self._socket_dir = tempfile.mkdtemp(prefix="agentcompass-gw-")
+            self._socket_dir = str(make_owned_dir(_socket_base(), SOCKET_DIR_PREFIX, self.run_id, name_size=0))
             os.chmod(self._socket_dir, 0o755)
             self.unix_socket = os.path.join(self._socket_dir, "gateway.sock")
         unix = web.UnixSite(self._runner, self.unix_socket)
@@ -93,10 +102,9 @@ class ModelGateway:
             await self._runner.cleanup()
             self._runner = None
         if self._socket_dir:
-            for name in os.listdir(self._socket_dir):
-                os.unlink(os.path.join(self._socket_dir, name))
-            os.rmdir(self._socket_dir)
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
+
 
     @property
     def base_url(self) -> str:
@@ -220,3 +228,15 @@ class ModelGateway:
         await stream.write(b"data: [DONE]\n\n")
         await stream.write_eof()
         return stream
+
+
+def _socket_base() -> Path:
+    """The temp directory, unless a socket path in it would pass the kernel's limit (about 107 bytes)."""
+    base = Path(tempfile.gettempdir())
+    return base if len(str(base)) <= 60 else Path("/tmp")
+
+
+def prune_socket_dirs(run_id: str | None = None) -> int:
+    """Remove the socket directories of gateways whose run is gone (a SIGKILLed run); how many went."""
+    bases = {Path(tempfile.gettempdir()), _socket_base()}
+    return sum(remove_stale(base, SOCKET_DIR_PREFIX, run_id) for base in bases)

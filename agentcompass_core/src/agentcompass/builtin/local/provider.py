@@ -14,7 +14,6 @@ import atexit
 import concurrent.futures
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import tempfile
@@ -27,6 +26,7 @@ from agentcompass.builtin.local import processes
 from agentcompass.builtin.local.options import LocalOptions
 from agentcompass.builtin.local.session import KILL_TIMEOUT, LocalSession
 from agentcompass.errors import EnvironmentUnavailable, InfrastructureError, describe
+from agentcompass.owned_dirs import identity, make_owned_dir, stale_dirs
 from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.names import safe_name
@@ -35,7 +35,6 @@ from agentcompass.runtime.types import EnvironmentSpec
 #: Host variables a child process inherits; everything else it gets is explicit.
 INHERITED_VARIABLES = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
 ROOT_PREFIX = "agentcompass-local-"
-OWNER_FILE = "owner.json"
 
 T = TypeVar("T")
 log = get_logger(plugin="local")
@@ -43,42 +42,9 @@ _session_numbers = itertools.count(1)
 _homes: set[Path] = set()
 
 
-def _identity(pid: int) -> dict[str, Any]:
-    info = processes.read_stat(pid)
-    return {"pid": pid, "start": info.start if info is not None else None}
-
-
-def _owner_alive(owner: Mapping[str, Any]) -> bool:
-    pid, start = owner.get("pid"), owner.get("start")
-    if not isinstance(pid, int):
-        return False
-    if isinstance(start, int):
-        return processes.alive(pid, start)
-    try:  # no /proc: the pid alone
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def read_owner(run_root: Path) -> dict[str, Any] | None:
-    """The ``owner.json`` of a run root, or None when it has none (not ours, or not finished being made)."""
-    try:
-        data = json.loads((run_root / OWNER_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def make_run_root(base: Path, run_id: str) -> Path:
     """A fresh run root under ``base``, as a resolved path (sessions rely on it), with its ``owner.json``."""
-    base.mkdir(parents=True, exist_ok=True)
-    root = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{safe_name(run_id, 40)}-", dir=base)))
-    owner = {"run_id": run_id, **_identity(os.getpid()), "created_at": time.time()}
-    (root / OWNER_FILE).write_text(json.dumps(owner))
-    return root
+    return make_owned_dir(base, ROOT_PREFIX, run_id)
 
 
 async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
@@ -153,7 +119,7 @@ class LocalProvider(EnvironmentProvider):
         own = processes.own_cgroup_dir()
         if own is None:
             return None
-        name = processes.runtime_cgroup_name(os.getpid(), _identity(os.getpid())["start"] or 0)
+        name = processes.runtime_cgroup_name(os.getpid(), identity(os.getpid())["start"] or 0)
         home = own[0] / name
         try:
             home.mkdir(exist_ok=True)
@@ -238,14 +204,7 @@ class LocalProvider(EnvironmentProvider):
     def _prune(self, run_id: str | None) -> int:
         removed = 0
         dead: set[tuple[int, int | None]] = set()
-        try:
-            entries = sorted(p for p in self.base.iterdir() if p.name.startswith(ROOT_PREFIX) and p.is_dir())
-        except OSError:
-            entries = []
-        for entry in entries:
-            owner = read_owner(entry)
-            if owner is None or (run_id is not None and owner.get("run_id") != run_id) or _owner_alive(owner):
-                continue
+        for entry, owner in stale_dirs(self.base, ROOT_PREFIX, run_id):
             dead.add((owner.get("pid"), owner.get("start")))  # type: ignore[arg-type]
             processes.kill_marked(_under(os.path.realpath(entry) + os.sep), KILL_TIMEOUT)
             shutil.rmtree(entry, ignore_errors=True)
