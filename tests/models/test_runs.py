@@ -229,3 +229,19 @@ def test_max_cost_needs_a_price(server: FakeModelServer, tmp_path: Path, monkeyp
     with pytest.raises(UsageError, match="--max-cost needs a price"):
         run(probe(server, max_cost=1.0), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_an_upstream_error_the_gateway_already_retried_is_not_retried_again_in_the_environment(
+        server: FakeModelServer, tmp_path: Path) -> None:
+    # The provider retries (--max-retries 1: two requests), then the gateway answers with x-should-retry: false;
+    # example_interactive's runner must not multiply the requests, nor the "after N attempts" text.
+    server.script += [{"status": 503, "message": "overloaded"}] * 20
+    out = tmp_path / "run"
+    proc = cli(["run", "example_interactive", "none", f"openai-compatible/{MODEL}", "-t", "create_basic",
+                "--model-base-url", server.base_url, "--model-api-key-env", "TEST_MODEL_KEY", "--max-retries", "1",
+                "-o", str(out)], env={"TEST_MODEL_KEY": API_KEY})
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    (result,) = read_jsonl(out / "results.jsonl")
+    assert result["status"] == "RUN_ERROR" and "overloaded" in result["error"], result["error"]
+    assert len(server.requests) == 2, [r["time"] for r in server.requests]
+    assert result["error"].count("attempts") <= 1, result["error"]

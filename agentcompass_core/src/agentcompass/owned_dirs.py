@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcompass.builtin.local.procfs import alive, read_stat
+from agentcompass.procfs import alive, read_stat
 from agentcompass.runtime.names import safe_name
 
 OWNER_FILE = "owner.json"

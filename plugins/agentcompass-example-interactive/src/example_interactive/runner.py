@@ -100,7 +100,8 @@ def load_request(path: str) -> dict[str, Any]:
 
 
 class ChatClient:
-    """A minimal OpenAI chat-completions client on ``urllib``; one retry on 5xx and connection errors."""
+    """A minimal OpenAI chat-completions client on ``urllib``; one retry on 5xx and connection errors, unless
+    the endpoint says ``x-should-retry: false`` (the run's gateway does when its provider already retried)."""
 
     def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, params: Mapping[str, Any]):
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -145,7 +146,7 @@ class ChatClient:
             message = f"model endpoint answered HTTP {exc.code} {exc.reason} to {where}" + (
                 f": {detail}" if detail else ""
             )
-            if exc.code >= 500:
+            if exc.code >= 500 and (exc.headers.get("x-should-retry") or "").lower() != "false":
                 raise _Retryable(message) from None
             raise ModelCallError(message) from None
         except (urllib.error.URLError, OSError) as exc:

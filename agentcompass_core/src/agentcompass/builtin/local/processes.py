@@ -35,7 +35,7 @@ from agentcompass.builtin.local.cgroups import (
     remove_cgroup,
     runtime_cgroup_name,
 )
-from agentcompass.builtin.local.procfs import (
+from agentcompass.procfs import (
     MARKER,
     ProcInfo,
     alive,
