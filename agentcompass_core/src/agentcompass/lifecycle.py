@@ -34,6 +34,7 @@ from agentcompass.runtime.environment import EnvironmentSession
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, ExecutionContext, Rescore
 from agentcompass.runtime.models import ModelError
 from agentcompass.runtime.types import ExecutionPlan, PreparedTask, RunResult, TaskSpec, TaskStatus
+from agentcompass.serialization import unstructure
 
 T = TypeVar("T")
 
@@ -256,7 +257,7 @@ class TaskAttempt:
             timings={**result.timings, **self.timings},
             usage={**result.usage, **({"models": self.meter.totals()} if self.meter.calls else {})},
         )
-        return AttemptOutcome(result, retryable, tuple(c.to_json() for c in self.meter.calls), self.prepared)
+        return AttemptOutcome(result, retryable, tuple(unstructure(c) for c in self.meter.calls), self.prepared)
 
     async def _phases(
         self, plan: ExecutionPlan, base_env: dict[str, str], artifacts_dir: Path

@@ -59,25 +59,6 @@ class CallRecord:
         self.messages, self.response, self.error = kept["messages"], kept["response"], kept["error"]
         self.truncated = {"original_bytes": original, "limit_bytes": limit}
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "role": self.role,
-            "model": self.model,
-            "via": self.via,
-            "started_at": self.started_at,
-            "latency_s": self.latency_s,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "error": self.error,
-            "tools": self.tools,
-            "messages": self.messages,
-            "response": self.response,
-            "finish_reason": self.finish_reason,
-            "attempts": self.attempts,
-            "cost_usd": self.cost_usd,
-            "truncated": self.truncated,
-        }
-
 
 #: Bytes of JSON a call record keeps of its messages, reply and error.
 RECORD_LIMIT = 256 * 1024
