@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -59,10 +58,11 @@ from agentcompass.runtime.benchmark import EvaluationEnvironmentMode
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 
-from agentcompass_harbor import templates
+from agentcompass_harbor import scripts, templates
 from agentcompass_harbor.config import HarborFormatError, HarborTask, dockerfile_workdir, find_task_dirs, read_task
 from agentcompass_harbor.layout import CONTAINER, WORKDIR, Layout
 from agentcompass_harbor.rewards import PRIMARY, RewardError, read_rewards
+from agentcompass_harbor.transfer import put_tree
 
 log = get_logger(plugin="harbor")
 
@@ -84,11 +84,6 @@ OUTPUTS = "outputs"
 VERIFIER_OUTPUT = "verifier-output.txt"
 #: ``/logs/agent`` under ``outputs/``: collected for the record, not put back for a fresh verification.
 AGENT_LOGS = "logs/agent"
-
-#: Prints ``f PATH`` or ``d PATH`` for each argument that is a file or a non-empty directory.
-_LIST = ('for p in "$@"; do if [ -f "$p" ]; then echo "f $p"; '
-         'elif [ -d "$p" ] && [ -n "$(ls -A "$p" 2>/dev/null)" ]; then echo "d $p"; fi; done')
-
 
 def _choice(option: str, value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip().lower()
@@ -340,16 +335,16 @@ class HarborBenchmark(BaseBenchmark):
         staging = _staging(layout, "solution")
         with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
             staged = await asyncio.to_thread(layout.staged_copy, harbor.solution_dir, Path(scratch))
-            await env.upload(staged, staging)
+            executables = await put_tree(env, staged, staging)
         limit = harbor.config.agent_timeout_sec
         started = time.perf_counter()
         solved = await env.exec(
-            ["sh", "-c", _move_in_script(staging, layout.solution, "solve.sh"), "solve"],
+            ["sh", "-c", scripts.move_in_and_run(staging, layout.solution, "solve.sh", executables), "solve"],
             timeout=limit, env={**resolved.solution_env, "DEBIAN_FRONTEND": "noninteractive"},
         )
         seconds = time.perf_counter() - started
         output = solved.stdout + solved.stderr
-        if solved.returncode == _SETUP_FAILED and not solved.timed_out:
+        if solved.returncode == scripts.SETUP_FAILED and not solved.timed_out:
             raise RuntimeError(f"cannot put the solution in place: {_one_line(output)}")
         if plan.artifacts_dir:
             await asyncio.to_thread(_write, Path(plan.artifacts_dir) / "agent" / "oracle.txt", output)
@@ -379,7 +374,7 @@ class HarborBenchmark(BaseBenchmark):
         for artifact in resolved.task.config.artifacts:
             placed = layout.place(artifact.source)
             sources[placed] = _relative(artifact.source, resolved.workdir)
-        listing = await env.exec(["sh", "-c", _LIST, "list", *sources], timeout=120)
+        listing = await env.exec(["sh", "-c", scripts.LIST, "list", *sources], timeout=120)
         if listing.returncode != 0 or listing.timed_out:
             raise RuntimeError(f"cannot look for the agent's outputs: {_one_line(listing.stderr)}")
         present = [line[2:] for line in listing.stdout.splitlines() if line[:2] in ("f ", "d ")]
@@ -418,31 +413,32 @@ class HarborBenchmark(BaseBenchmark):
         staging = _staging(layout, "tests")
         with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
             staged = await asyncio.to_thread(layout.staged_copy, harbor.tests_dir, Path(scratch))
-            await env.upload(staged, staging)
+            executables = await put_tree(env, staged, staging)
         timeout, why = self._verifier_timeout(harbor, plan)
-        script = _verify_script(layout, staging, placed_back, [f"artifacts/{name}" for name in uploaded])
+        script = scripts.verify(layout, staging, placed_back, [f"artifacts/{name}" for name in uploaded],
+                                executables)
         started = time.perf_counter()
         run = await env.exec(["sh", "-c", script, "verify"], timeout=timeout, env=dict(resolved.verifier_env))
         seconds = time.perf_counter() - started
-        output = run.stdout + (("\n" + run.stderr) if run.stderr else "")
-        host_dir = Path(plan.artifacts_dir) / "verifier" if plan.artifacts_dir else None
-        if run.returncode == _SETUP_FAILED and not run.timed_out:
+        report = scripts.parse_report(run.stderr)
+        output = run.stdout + (("\n" + report.stderr) if report.stderr.strip() else "")
+        if run.returncode == scripts.SETUP_FAILED and not run.timed_out:
             raise RuntimeError(f"cannot set up the verification: {_one_line(output)}")
-        saved = ""
-        if host_dir is not None:
-            await self._download_verifier_dir(env, layout, host_dir)
+        with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
+            host_dir = Path(plan.artifacts_dir) / "verifier" if plan.artifacts_dir else Path(scratch) / "verifier"
+            if not run.timed_out:
+                await self._keep_verifier_dir(env, layout, report, host_dir)
             await asyncio.to_thread(_write, host_dir / VERIFIER_OUTPUT, output)
-            saved = f"; its output is in the attempt's artifacts (verifier/{VERIFIER_OUTPUT})"
-        if run.timed_out:
-            raise RuntimeError(f"the verifier timed out after {timeout:g} s ({why}){saved}; "
-                               f"output: {_one_line(output)}")
-        try:
-            if host_dir is None:
-                raise RewardError("plan.artifacts_dir is not set; cannot read the reward")
-            rewards, source = await asyncio.to_thread(read_rewards, host_dir)
-        except RewardError as exc:
-            status = f"exit status {run.returncode}" if run.returncode >= 0 else f"killed ({run.returncode})"
-            raise RuntimeError(f"{exc} (the verifier's {status}){saved}; output: {_one_line(output)}") from None
+            saved = f"; its output is in the attempt's artifacts (verifier/{VERIFIER_OUTPUT})" \
+                if plan.artifacts_dir else ""
+            if run.timed_out:
+                raise RuntimeError(f"the verifier timed out after {timeout:g} s ({why}){saved}; "
+                                   f"output: {_one_line(output)}")
+            try:
+                rewards, source = await asyncio.to_thread(read_rewards, host_dir)
+            except RewardError as exc:
+                status = f"exit status {run.returncode}" if run.returncode >= 0 else f"killed ({run.returncode})"
+                raise RuntimeError(f"{exc} (the verifier's {status}){saved}; output: {_one_line(output)}") from None
         return replace(
             result,
             metrics=rewards,
@@ -466,8 +462,15 @@ class HarborBenchmark(BaseBenchmark):
         return own, "the task's [verifier] timeout_sec"
 
     @staticmethod
-    async def _download_verifier_dir(env: EnvironmentSession, layout: Layout, target: Path) -> None:
-        """``/logs/verifier`` to the host; nothing when the verifier removed it."""
+    async def _keep_verifier_dir(env: EnvironmentSession, layout: Layout, report: scripts.Report,
+                                 target: Path) -> None:
+        """``/logs/verifier`` to the host: the reward files from the verification's report, the whole directory
+        when the verifier left more (or the report is incomplete); nothing when the verifier removed it."""
+        if report.complete and not report.others:
+            for name, data in report.files.items():
+                await asyncio.to_thread(_write_bytes, target / name, data)
+            await asyncio.to_thread(target.mkdir, parents=True, exist_ok=True)
+            return
         try:
             await env.download(layout.verifier_dir, target)
         except Exception as exc:  # gone: no reward file, reported as such
@@ -475,56 +478,9 @@ class HarborBenchmark(BaseBenchmark):
             await asyncio.to_thread(target.mkdir, parents=True, exist_ok=True)
 
 
-#: Runs the script ``$1``: made executable and run directly (its ``#!`` line decides), else with bash, else sh.
-_RUN_SCRIPT = ('chmod +x "$1" 2>/dev/null; exec 2>&1; if [ -x "$1" ]; then exec "$1"; '
-               'elif command -v bash >/dev/null 2>&1; then exec bash "$1"; else exec sh "$1"; fi')
-#: The verification script's exit status when setting up (not the tests) failed.
-_SETUP_FAILED = 197
-
-
-_FAIL = f"fail() {{ echo \"agentcompass-harbor: $1\" >&2; exit {_SETUP_FAILED}; }}"
-
-
 def _staging(layout: Layout, what: str) -> str:
-    """Where a directory of the task is uploaded before a script moves it into place."""
+    """Where a directory of the task goes before a script moves it into place."""
     return f"{layout.root or '/tmp'}/agentcompass-harbor-{what}-{os.urandom(6).hex()}"
-
-
-def _move_in_script(staging: str, target: str, script: str) -> str:
-    """Replace ``target`` with the uploaded ``staging`` directory, then run ``target/script``."""
-    q = shlex.quote
-    return "\n".join([
-        _FAIL,
-        f"rm -rf {q(target)} && mkdir -p \"$(dirname {q(target)})\" && mv {q(staging)} {q(target)} "
-        f"|| fail 'cannot move it to {target}'",
-        f"set -- {q(target + '/' + script)}",
-        _RUN_SCRIPT,
-    ])
-
-
-def _verify_script(layout: Layout, staging: str, placed_back: list[tuple[str, str]], uploaded: list[str]) -> str:
-    """One shell script: put the collected outputs back (fresh), clear ``/logs/verifier`` and ``/tests``, move
-    the tests in, and run ``test.sh`` from the working directory."""
-    q = shlex.quote
-    lines = [_FAIL]
-    for source, target in placed_back:
-        lines.append(f"mkdir -p \"$(dirname {q(target)})\" && rm -rf {q(target)} && cp -a {q(source)} {q(target)} "
-                     f"|| fail 'cannot put back {target}'")
-    for path in uploaded:  # what the runtime placed under artifacts/: not part of the agent's working directory
-        lines.append(f"rm -rf {q(path)}")
-    if uploaded:
-        lines.append("rmdir artifacts 2>/dev/null || true")
-    lines += [
-        f"rm -rf {q(layout.verifier_dir)} {q(layout.tests)} || fail 'cannot clear {layout.verifier_dir}'",
-        f"mkdir -p {q(layout.verifier_dir)} {q(layout.agent_dir)} {q(layout.artifacts_dir)} "
-        f"|| fail 'cannot create {layout.verifier_dir}'",
-        f"mkdir -p \"$(dirname {q(layout.tests)})\" && mv {q(staging)} {q(layout.tests)} "
-        f"|| fail 'cannot move the tests to {layout.tests}'",
-        f"set -- {q(layout.tests + '/test.sh')}",
-        _RUN_SCRIPT,
-    ]
-    return "\n".join(lines)
-
 
 async def _healthcheck(env: EnvironmentSession, command: str, retries: int, interval: float, timeout: float,
                        start_period: float, start_interval: float) -> None:
@@ -564,6 +520,11 @@ def _entries(directory: str) -> list[str]:
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 def _tail(text: str) -> str:

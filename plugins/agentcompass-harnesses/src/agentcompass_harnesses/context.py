@@ -69,23 +69,25 @@ class ContextKeeper:
 
     def fit(self, messages: MutableSequence[dict[str, Any]], turn: int, reason: str = "budget",
             target: int | None = None) -> bool:
-        """Shrink ``messages`` to ``target`` characters (default: the budget). Returns whether anything was
-        removed; ``False`` when the conversation was already small enough or nothing is left to remove."""
+        """Shrink ``messages`` towards ``target`` characters (default: the budget) by removing tool outputs,
+        oldest first. The latest tool output is removed only when no older one is left, in a call of its own
+        (so that the caller tries the call again first). Returns whether anything was removed."""
         target = self.max_chars if target is None else target
         current = size(list(messages))
         if current <= target:
             return False
-        tool_indices = [i for i, m in enumerate(messages) if m.get("role") == "tool" and not m.get("_stub")]
-        # Oldest first; the latest tool output only when everything older is gone.
+        tool_indices = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+        latest = tool_indices[-1:] if tool_indices else []
+        # Oldest first, the latest output left alone; the latest only once nothing older is left to remove.
+        older = [i for i in tool_indices[:-1] if self._removable(messages[i])]
+        candidates = older or [i for i in latest if self._removable(messages[i])]
         removed = chars = 0
-        for index in tool_indices:
+        for index in candidates:
             if current <= target:
                 break
             message = messages[index]
             length = len(str(message.get("content") or ""))
             stub = STUB.format(n=length)
-            if length <= len(stub):
-                continue
             messages[index] = {**message, "content": stub, "_stub": True}
             current -= length - len(stub)
             removed += 1
@@ -93,6 +95,11 @@ class ContextKeeper:
         if removed:
             self.events.append(ShrinkEvent(turn, reason, removed, chars, current))
         return removed > 0
+
+    @staticmethod
+    def _removable(message: dict[str, Any]) -> bool:
+        length = len(str(message.get("content") or ""))
+        return not message.get("_stub") and length > len(STUB.format(n=length))
 
     def record(self) -> dict[str, Any]:
         return {
