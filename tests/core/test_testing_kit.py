@@ -487,8 +487,6 @@ async def test_environment_checks_pass_on_docker():
         pytest.skip(f"docker is unavailable: {exc}")
 
 
-@pytest.mark.xfail(reason="the local environment does not yet kill a child that left the process group "
-                          "(setsid); a fix is under way", strict=False)
 async def test_local_exec_timeout_kills_a_setsid_child():
     async with local_session() as env:
         await check_exec_timeout_kills_tree(env, detached=True, seconds=318)
