@@ -1,0 +1,172 @@
+"""The tau2 data directory on the host: finding it, checking its layout, reading tasks and splits, and the
+staging directory ``prepare_task`` uploads into each environment.
+
+The layout is tau2-bench's ``data/tau2``::
+
+    domains/<domain>/tasks.json, split_tasks.json, policy.md, db.json [, user_db.json]
+    user_simulator/simulation_guidelines.md, simulation_guidelines_tools.md
+
+Every problem is a :class:`~agentcompass.errors.UsageError` naming the file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agentcompass.errors import UsageError
+from taubench_runner import domains as runner_domains
+from taubench_runner import records
+from taubench_runner import tasks as task_fields
+
+GUIDELINE_FILES = ("simulation_guidelines.md", "simulation_guidelines_tools.md")
+#: Where the staging directory lands in the environment (relative to its working directory).
+ENV_ROOT = "taubench"
+
+
+def packaged_root() -> Path:
+    """The copy of tau2's data shipped in this package."""
+    return Path(str(resources.files("agentcompass_taubench").joinpath("data", "tau2")))
+
+
+def resolve_root(option: str | None) -> Path:
+    """The data directory: the packaged copy, or ``-b data_dir=PATH`` (a ``data/tau2`` directory or a
+    tau2-bench checkout that has one)."""
+    if option is None:
+        return packaged_root()
+    path = Path(option).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"taubench data_dir {option!r} is not a directory")
+    if (path / "domains").is_dir():
+        return path.resolve()
+    if (path / "data" / "tau2" / "domains").is_dir():
+        return (path / "data" / "tau2").resolve()
+    raise UsageError(
+        f"taubench data_dir {option!r} has no domains/ directory (expected tau2's data/tau2 layout: "
+        "domains/<domain>/tasks.json, ..., user_simulator/)"
+    )
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise UsageError(f"taubench data: {path} is missing")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"taubench data: {path} is not valid JSON ({exc})") from None
+
+
+def check_layout(root: Path, domain: str) -> None:
+    """Every file the runner needs for ``domain`` is there."""
+    directory = root / "domains" / domain
+    needed = [runner_domains.TASKS_FILE, runner_domains.SPLIT_FILE, runner_domains.POLICY_FILE,
+              *runner_domains.db_files(domain)]
+    for name in needed:
+        if not (directory / name).is_file():
+            raise UsageError(f"taubench data: {directory / name} is missing (domain {domain!r})")
+    for name in GUIDELINE_FILES:
+        if not (root / "user_simulator" / name).is_file():
+            raise UsageError(f"taubench data: {root / 'user_simulator' / name} is missing")
+
+
+def load_tasks(root: Path, domain: str, split: str) -> list[Mapping[str, Any]]:
+    """The tasks of ``split`` in the order of the task file, each checked as tau2 would."""
+    check_layout(root, domain)
+    directory = root / "domains" / domain
+    tasks_path = directory / runner_domains.TASKS_FILE
+    raw = _read_json(tasks_path)
+    if not isinstance(raw, list):
+        raise UsageError(f"taubench data: {tasks_path} must hold a list of tasks")
+    seen: set[str] = set()
+    for task in raw:
+        try:
+            task_fields.check_task(task)
+        except task_fields.TaskError as exc:
+            raise UsageError(f"taubench data: {tasks_path}: {exc}") from None
+        if task["id"] in seen:
+            raise UsageError(f"taubench data: {tasks_path}: task id {task['id']!r} appears twice")
+        seen.add(task["id"])
+    split_path = directory / runner_domains.SPLIT_FILE
+    splits = _read_json(split_path)
+    if not isinstance(splits, Mapping) or not all(
+        isinstance(v, list) and all(isinstance(i, str) for i in v) for v in splits.values()
+    ):
+        raise UsageError(f"taubench data: {split_path} must map split names to lists of task ids")
+    if split not in splits:
+        raise UsageError(
+            f"taubench: domain {domain!r} has no split {split!r} in {split_path}; splits: {', '.join(splits)}"
+        )
+    unknown = [i for i in splits[split] if i not in seen]
+    if unknown:
+        raise UsageError(
+            f"taubench data: {split_path}: split {split!r} names task id(s) not in {tasks_path}: "
+            f"{', '.join(map(repr, unknown[:5]))}"
+        )
+    return task_fields.select(raw, splits[split])
+
+
+class Staging:
+    """Per (data directory, domain): a host directory holding the runner package, the domain's policy and
+    databases (validated once and written normalised, so the runner only parses them) and the user simulator's
+    guidelines, uploaded as a whole into each task's environment. Removed when the process exits."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[tuple[Path, str], Path] = {}
+        self._lock = threading.Lock()
+        self._base: Path | None = None
+
+    def get(self, root: Path, domain: str) -> Path:
+        key = (root, domain)
+        with self._lock:
+            if key not in self._dirs:
+                self._dirs[key] = self._build(root, domain)
+            return self._dirs[key]
+
+    def _build(self, root: Path, domain: str) -> Path:
+        check_layout(root, domain)
+        if self._base is None:
+            self._base = Path(tempfile.mkdtemp(prefix="agentcompass-taubench-"))
+            atexit.register(shutil.rmtree, self._base, True)
+        target = self._base / f"{domain}-{len(self._dirs)}"
+        runner = Path(str(resources.files("taubench_runner")))
+        shutil.copytree(runner, target / "taubench_runner", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        data_dir = target / "data" / domain
+        data_dir.mkdir(parents=True)
+        source = root / "domains" / domain
+        shutil.copyfile(source / runner_domains.POLICY_FILE, data_dir / runner_domains.POLICY_FILE)
+        for name in runner_domains.db_files(domain):
+            _read_json(source / name)  # a JSON error names the file
+        try:
+            normalized = runner_domains.normalized_db_text(domain, str(source))
+        except records.ValidationError as exc:
+            first = str(exc).splitlines()
+            raise UsageError(
+                f"taubench data: a database of {source} does not match tau2's {domain} data model: "
+                f"{first[0]}: {' '.join(s.strip() for s in first[1:3])}"
+            ) from None
+        for name, text in normalized.items():
+            (data_dir / name).write_text(text, encoding="utf-8")
+        guidelines = target / "data" / "user_simulator"
+        guidelines.mkdir(parents=True)
+        for name in GUIDELINE_FILES:
+            shutil.copyfile(root / "user_simulator" / name, guidelines / name)
+        return target
+
+
+def env_paths(domain: str) -> dict[str, str]:
+    """Where the uploaded staging directory's parts are, relative to the environment's working directory."""
+    return {
+        "root": ENV_ROOT,
+        "data_dir": f"{ENV_ROOT}/data/{domain}",
+        "guidelines_dir": f"{ENV_ROOT}/data/user_simulator",
+        "request": f"{ENV_ROOT}/request.json",
+        "trajectory": f"{ENV_ROOT}/trajectory.json",
+        "evaluation": f"{ENV_ROOT}/evaluation.json",
+    }
