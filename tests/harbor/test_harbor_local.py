@@ -4,6 +4,7 @@ fresh verification, and that the agent never sees the tests or the solution."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -182,3 +183,27 @@ async def test_env_templates_take_host_variables_only_when_allowed(tmp_path: Pat
                               run_dir=tmp_path / "run")
     assert run.result("env").metrics == {"reward": 0.0}  # exit status 0 of the checks: all three were set
     assert "s3cret" not in (run.run_dir / "results.jsonl").read_text()
+
+
+async def test_a_task_without_a_solution_cannot_run_under_oracle(tmp_path: Path) -> None:
+    write_task(tmp_path / "t", "unsolved", instruction="x", test="echo 1 > /logs/verifier/reward.txt\n")
+    run = await run_benchmark("harbor", "oracle", benchmark_args={"path": str(tmp_path / "t")},
+                              run_dir=tmp_path / "run")
+    result = run.result("unsolved")
+    assert result.status is TaskStatus.RUN_ERROR and "no solution/solve.sh" in result.error
+
+
+async def test_nested_task_directories_and_rescoring_a_fresh_run(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    separate_task(tmp_path / "tasks" / "org")
+    run = await run_benchmark("harbor", "oracle", benchmark_args={"path": str(tmp_path / "tasks")},
+                              run_dir=tmp_path / "run")
+    assert run.result("org/separate").metrics == {"reward": 1.0}
+    rescored = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "agentcompass.cli.main", "evaluate", str(run.run_dir), "-o",
+                         str(tmp_path / "rescored"), "--json"], capture_output=True, text=True, timeout=120)
+    assert rescored.returncode == 0, rescored.stderr
+    summary = json.loads(rescored.stdout)
+    assert summary["metrics"]["overall"]["reward"]["mean"] == 1.0
