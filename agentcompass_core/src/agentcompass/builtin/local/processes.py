@@ -214,6 +214,8 @@ def kill_now(trees: Iterable[ProcessTree], matches: Callable[[str], bool], *, wa
     """One pass of killing: process groups, cgroups, then (``walk``) every member found in ``/proc``.
     Returns how many processes were still running. Quick and synchronous: safe on a cancellation path."""
     trees = list(trees)
+    if not trees:  # no command ever ran: nothing can be left (and no /proc walk on the per-task path)
+        return 0
     for tree in trees:
         if tree.running and tree.root is not None:  # not reaped yet, so its pid (and group id) is still ours
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -257,6 +259,8 @@ def terminate_sync(trees: Iterable[ProcessTree], matches: Callable[[str], bool],
     """Kill and reap until nothing of ``trees`` is left or ``timeout`` seconds passed; returns what is left.
     Blocking: run it in a thread."""
     trees = list(trees)
+    if not trees:
+        return 0
     deadline = time.monotonic() + timeout
     delay = 0.002
     while True:

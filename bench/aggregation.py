@@ -7,7 +7,7 @@ Prints, each measured in its own child process (so peak RSS is that step's alone
     ``results.jsonl`` files, then the paired differences), through the CLI's own functions.
 Targets: each ≤ 1 s and ≤ 200 MB.
 
-Usage: uv run python bench/statistics.py [--tasks 10000] [--trials 10]
+Usage: uv run python bench/aggregation.py [--tasks 10000] [--trials 10]
 """
 
 from __future__ import annotations
