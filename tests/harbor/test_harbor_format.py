@@ -238,10 +238,11 @@ def test_the_environment_spec(tmp_path: Path) -> None:
 
 
 def test_unsupported_fields_are_recorded(tmp_path: Path) -> None:
-    _, task = spec_of(tmp_path, '[environment]\ngpus = 1\nnetwork_mode = "allowlist"\n'
-                                'allowed_hosts = ["pypi.org"]\n')
+    _, task = spec_of(tmp_path, '[metadata]\ncreated = 2025-10-31\n[environment]\ngpus = 1\n'
+                                'network_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n')
     unsupported = task.metadata["harbor"]["unsupported"]
     assert "gpus=1" in unsupported and any("allowlist" in u for u in unsupported)
+    assert task.metadata["harbor"]["metadata"] == {"created": "2025-10-31"}  # a TOML date, as JSON
 
 
 @pytest.mark.parametrize(("options", "match"), [

@@ -38,7 +38,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -58,8 +58,8 @@ from agentcompass.runtime.benchmark import EvaluationEnvironmentMode
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 
-from agentcompass_harbor import scripts, templates
-from agentcompass_harbor.config import HarborFormatError, HarborTask, dockerfile_workdir, find_task_dirs, read_task
+from agentcompass_harbor import catalog, scripts
+from agentcompass_harbor.config import HarborTask
 from agentcompass_harbor.layout import CONTAINER, WORKDIR, Layout
 from agentcompass_harbor.rewards import PRIMARY, RewardError, read_rewards
 from agentcompass_harbor.transfer import put_tree
@@ -96,17 +96,6 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip() for v in str(value or "").split(",") if v.strip()))
 
 
-@dataclass(frozen=True)
-class _Resolved:
-    """What a task needs at run time beyond its TaskSpec (kept off the spec: values may be secrets)."""
-
-    task: HarborTask
-    env: Mapping[str, str]
-    verifier_env: Mapping[str, str]
-    solution_env: Mapping[str, str]
-    workdir: str
-
-
 class HarborBenchmark(BaseBenchmark):
     """Harbor task directories. See the module's documentation; options in the plugin's README."""
 
@@ -139,72 +128,12 @@ class HarborBenchmark(BaseBenchmark):
         extra = tuple(m for m in _names(options.get("metrics")) if m != PRIMARY)
         self.metric_contract = make_metric_contract(
             primary=PRIMARY, scalar=(PRIMARY, *extra), labels={PRIMARY: "Reward"}, binary=True)
-        self._tasks = self._read_tasks()
-        self.evaluation_environment_mode = self._verification_mode()
+        self._tasks = catalog.load(self.path, pass_env=self.pass_env, default_workdir=self.default_workdir,
+                                   builds=self._builds)
+        self.evaluation_environment_mode = catalog.verification_mode(self._tasks, self.verify, self.path)
         self.evaluate_needs_live_environment = self.evaluation_environment_mode == "reuse"
 
     # -- tasks ---------------------------------------------------------------------------------------
-
-    def _read_tasks(self) -> dict[str, _Resolved]:
-        found = find_task_dirs(self.path)
-        if not found:
-            raise UsageError(f"harbor: no task directory (with a task.toml) at {self.path}")
-        tasks: dict[str, _Resolved] = {}
-        problems: list[str] = []
-        for task_id, directory in found:
-            try:
-                task = read_task(directory, task_id)
-                if task.config.multi_step:
-                    raise HarborFormatError(f"{directory}: multi-step tasks ([[steps]]) are not supported")
-                if task.config.os != "linux":
-                    raise HarborFormatError(f"{directory}: only linux tasks are supported (os = "
-                                            f"{task.config.os!r})")
-                if task.test_script is None:
-                    raise HarborFormatError(f"{directory}: no tests/test.sh")
-                resolved = self._resolve(task)
-            except (HarborFormatError, templates.TemplateError) as exc:
-                problems.append(str(exc))
-                continue
-            tasks[task_id] = resolved
-        if problems:
-            shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-            raise UsageError(f"harbor: {len(problems)} invalid task(s) under {self.path}: {shown}")
-        return tasks
-
-    def _resolve(self, task: HarborTask) -> _Resolved:
-        config, host = task.config, dict(os.environ)
-
-        def resolve(values: Mapping[str, str], where: str) -> dict[str, str]:
-            return templates.resolve(values, allowed=self.pass_env, host=host,
-                                     where=f"task {task.task_id!r}: {where}")
-
-        workdir = config.workdir
-        if workdir is None and self._builds(task) and task.dockerfile is not None:
-            workdir = dockerfile_workdir(task.dockerfile)
-        return _Resolved(
-            task=task,
-            env=resolve(config.env, "[environment] env"),
-            verifier_env=resolve(config.verifier_env, "[verifier] env"),
-            solution_env=resolve(config.solution_env, "[solution] env"),
-            workdir=workdir or self.default_workdir,
-        )
-
-    def _verification_mode(self) -> EvaluationEnvironmentMode:
-        if self.verify == "shared":
-            return "reuse"
-        if self.verify == "fresh":
-            return "fresh"
-        separate = sorted(t for t, r in self._tasks.items() if r.task.config.verifier_mode == "separate")
-        if not separate:
-            return "reuse"
-        if len(separate) == len(self._tasks):
-            return "fresh"
-        shared = sorted(set(self._tasks) - set(separate))
-        raise UsageError(
-            f"harbor: under {self.path} the tasks {', '.join(separate[:5])} verify in a separate environment "
-            f"([verifier] environment_mode) and {', '.join(shared[:5])} in the agent's: one run verifies one "
-            "way, so run them separately (point -b path= at each group) or choose with -b verify=shared|fresh"
-        )
 
     def load_tasks(self, req: RunRequest) -> Iterator[TaskSpec]:
         _ = req
@@ -223,31 +152,13 @@ class HarborBenchmark(BaseBenchmark):
                     "name": config.name,
                     "schema_version": config.schema_version,
                     "source": config.source,
-                    "metadata": dict(config.metadata),
+                    "metadata": catalog.json_safe(config.metadata),
                     "verifier_mode": config.verifier_mode,
-                    "unsupported": self._unsupported(resolved.task),
+                    "unsupported": catalog.unsupported(resolved.task),
                 }},
             )
 
-    @staticmethod
-    def _unsupported(task: HarborTask) -> list[str]:
-        """Fields of the task that this benchmark reads but cannot honour (recorded with the task)."""
-        config, out = task.config, []
-        if config.gpus:
-            out.append(f"gpus={config.gpus}")
-        if config.storage_mb:
-            out.append(f"storage_mb={config.storage_mb}")
-        if config.network_mode == "allowlist":
-            out.append("network_mode=allowlist (the network is on, unrestricted)")
-        if config.verifier_environment:
-            out.append("[verifier.environment] (the verifier runs in the agent's image)")
-        if config.verifier_user and config.verifier_user != config.agent_user:
-            out.append(f"verifier.user={config.verifier_user} (the verifier runs as the agent's user)")
-        if config.build_timeout_sec != 600.0:
-            out.append(f"build_timeout_sec={config.build_timeout_sec:g} (docker: --env-arg build_timeout=)")
-        return out
-
-    def _task(self, task: TaskSpec) -> _Resolved:
+    def _task(self, task: TaskSpec) -> catalog.Resolved:
         try:
             return self._tasks[task.task_id]
         except KeyError:
@@ -281,7 +192,7 @@ class HarborBenchmark(BaseBenchmark):
 
     # -- layout --------------------------------------------------------------------------------------
 
-    def _layout(self, plan: ExecutionPlan, env: EnvironmentSession, resolved: _Resolved) -> Layout:
+    def _layout(self, plan: ExecutionPlan, env: EnvironmentSession, resolved: catalog.Resolved) -> Layout:
         kind = self.layout_option
         if kind == "auto":
             kind = WORKDIR if plan.environment == "local" else CONTAINER
