@@ -20,16 +20,18 @@ from agentcompass.testing.checks import (
     DELIBERATE_ERROR,
     check_benchmark,
     check_collect_does_not_score,
-    check_environment_provider,
     check_evaluate_keeps_error,
-    check_exec_in_workdir,
-    check_exec_timeout_kills_tree,
-    check_paths_confined,
     check_prepare_idempotent,
     default_request,
     first_task,
-    host_workdir,
 )
+from agentcompass.testing.environment_checks import (
+    check_environment_provider,
+    check_exec_in_workdir,
+    check_exec_timeout_kills_tree,
+    check_paths_confined,
+)
+from agentcompass.testing.host import host_workdir
 from agentcompass.testing.models import (
     DEFAULT_API_KEY,
     LoopbackOpenAI,

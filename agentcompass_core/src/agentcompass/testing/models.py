@@ -9,6 +9,9 @@ Both are driven by a *responder*: a function (plain or ``async``) that gets the 
   answer). The :class:`ScriptedModel` raises it as a :class:`~agentcompass.runtime.ModelError`.
 
 Without a responder both behave like the built-in ``mock`` model.
+
+(A little over 300 lines: the server and the in-process model share the responder protocol, which is easier to
+read in one place than split across two modules.)
 """
 
 from __future__ import annotations

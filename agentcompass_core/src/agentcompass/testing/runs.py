@@ -3,7 +3,8 @@
 ``run_benchmark`` builds a :class:`~agentcompass.runtime.RunRequest`, runs it with the library's
 :class:`~agentcompass.runner.Runner` (every phase, the model gateway, the run directory) and reads back what
 the run wrote. Benchmarks, harnesses, environments and models may be given by registered name or as objects;
-objects are registered for the duration of the run only.
+objects are registered for the duration of the run only. (Just over 300 lines: the run and the record reader
+it returns belong together.)
 """
 
 from __future__ import annotations
