@@ -257,3 +257,22 @@ async def test_installed_under_its_name(tmp_path: Path) -> None:
     run, _ = await run_with(lambda r: call("submit", answer="42"), Tiny, run_dir=tmp_path / "run")
     assert run.request.harness == "react" and run.result("t1").final_answer == "42"
     assert isinstance(run.result("t1"), RunResult)
+
+
+async def test_tool_calls_without_ids_or_with_object_arguments(tmp_path: Path) -> None:
+    from agentcompass.testing import run_benchmark
+
+    seen: list[dict[str, Any]] = []
+
+    def script(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request)
+        if assistant_turns(request) == 0:  # as some providers give them: no id, arguments as an object
+            return {"content": None, "tool_calls": [{"function": {"name": "bash", "arguments": {"command": "echo hi"}}}]}
+        return call("submit", answer=last_tool_output(request))
+
+    run = await run_benchmark(Tiny, "react", script, run_dir=tmp_path / "run")  # in process: a ScriptedModel
+    result = run.result("t1")
+    assert result.final_answer == "[exit code 0]\nhi"
+    assistant, tool = seen[1]["messages"][2], seen[1]["messages"][3]
+    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"command": "echo hi"}'
+    assert tool["tool_call_id"] == assistant["tool_calls"][0]["id"] == "call_1_0"

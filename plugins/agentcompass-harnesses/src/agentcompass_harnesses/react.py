@@ -28,6 +28,7 @@ default 16000), ``max_context_chars`` (the conversation's size before old tool o
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -153,7 +154,7 @@ class _Loop:
             if response is None:
                 return
             message = {"role": "assistant", "content": response.message.get("content")}
-            calls = [dict(c) for c in response.tool_calls]
+            calls = [_normalized(c, self.turns, i) for i, c in enumerate(response.tool_calls)]
             if calls:
                 message["tool_calls"] = calls
             self.messages.append(message)
@@ -165,7 +166,7 @@ class _Loop:
                 self.nudged = True
                 self.messages.append({"role": "user", "content": NUDGE})
                 continue
-            for index, call in enumerate(calls):
+            for call in calls:
                 function = call.get("function") or {}
                 outcome = await self.tools.call(str(function.get("name") or ""), function.get("arguments"))
                 self.tool_calls += 1
@@ -174,8 +175,7 @@ class _Loop:
                     self.bash_calls += 1
                     self.bash_seconds += outcome.seconds
                     self.bash_timeouts += outcome.timed_out
-                self.messages.append({"role": "tool", "tool_call_id": str(call.get("id") or f"call_{index}"),
-                                      "content": outcome.content})
+                self.messages.append({"role": "tool", "tool_call_id": call["id"], "content": outcome.content})
                 if outcome.submitted:
                     self.answer = outcome.answer
                     self.stop("submit")
@@ -229,3 +229,14 @@ class _Loop:
             error_phase="run" if failed else None,
             artifacts={"react": record},
         )
+
+
+def _normalized(call: Mapping[str, Any], turn: int, index: int) -> dict[str, Any]:
+    """A tool call as it goes back into the conversation: an id (the tool's answer refers to it), the type,
+    and the arguments as a JSON string, whatever shape the provider gave them in."""
+    function = dict(call.get("function") or {})
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        function["arguments"] = json.dumps(arguments if arguments is not None else {})
+    return {**call, "id": str(call.get("id") or f"call_{turn}_{index}"), "type": call.get("type") or "function",
+            "function": function}
