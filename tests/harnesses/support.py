@@ -6,12 +6,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from agentcompass.runtime import BaseBenchmark, TaskSpec, TaskStatus
 from agentcompass.testing import LoopbackOpenAI, run_benchmark, text, tool_call
 from agentcompass_example_coding import tasks as coding_tasks
 
 MODEL = "openai-compatible/loopback"
+
+CODING_TASKS = ("fizzbuzz", "roman", "is_palindrome", "word_count", "flatten", "merge_intervals")
+
+
+class Tiny(BaseBenchmark):
+    """One task with an instruction (and optionally a time limit); scores 1 when the run completed."""
+
+    name = "tiny"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.data: dict[str, Any] = {"instruction": "Say hello, then submit."}
+        if options.get("limit"):
+            self.data["agent_timeout_sec"] = float(options["limit"])
+        if options.get("no_instruction"):
+            self.data = {}
+
+    def load_tasks(self, req):  # type: ignore[no-untyped-def]
+        return [TaskSpec(task_id="t1", data=self.data)]
+
+    async def evaluate(self, task, prepared, result, req, plan, env=None):  # type: ignore[no-untyped-def]
+        if result.status is not TaskStatus.COMPLETED:
+            return replace(result, metrics={})
+        return replace(result, metrics={"score": 1.0})
+
 
 Request = dict[str, Any]
 
@@ -59,5 +86,5 @@ def tool_messages(request: Request) -> list[str]:
     return [str(m["content"]) for m in request["messages"] if m.get("role") == "tool"]
 
 
-__all__ = ["MODEL", "assistant_turns", "call", "instruction", "json", "last_tool_output", "run_with", "solver",
+__all__ = ["CODING_TASKS", "MODEL", "Tiny", "assistant_turns", "call", "instruction", "json", "last_tool_output", "run_with", "solver",
            "text", "tool_messages"]

@@ -14,8 +14,7 @@ from agentcompass.runtime import TaskStatus
 from agentcompass_example_coding import tasks as coding_tasks
 from agentcompass_harnesses.command import CommandHarness, render
 
-from tests.harnesses.support import instruction, run_with, text
-from tests.harnesses.test_react import CODING_TASKS, Tiny
+from tests.harnesses.support import CODING_TASKS, Tiny, instruction, run_with, text
 
 #: An agent that asks the model for the solution through the gateway and writes it: OpenAI's protocol over
 #: plain HTTP, with what the harness puts into its environment.

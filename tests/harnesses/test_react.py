@@ -6,40 +6,25 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentcompass.errors import UsageError
-from agentcompass.runtime import BaseBenchmark, RunResult, TaskSpec, TaskStatus
+from agentcompass.runtime import RunResult, TaskStatus
 from agentcompass_harnesses.react import NUDGE, ReactHarness
 
-from tests.harnesses.support import assistant_turns, call, last_tool_output, run_with, solver, text, tool_messages
-
-CODING_TASKS = ("fizzbuzz", "roman", "is_palindrome", "word_count", "flatten", "merge_intervals")
-
-
-class Tiny(BaseBenchmark):
-    """One task with an instruction (and optionally a time limit); scores 1 when the run completed."""
-
-    name = "tiny"
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.data = {"instruction": "Say hello, then submit."}
-        if options.get("limit"):
-            self.data["agent_timeout_sec"] = float(options["limit"])
-        if options.get("no_instruction"):
-            self.data = {}
-
-    def load_tasks(self, req):  # type: ignore[no-untyped-def]
-        return [TaskSpec(task_id="t1", data=self.data)]
-
-    async def evaluate(self, task, prepared, result, req, plan, env=None):  # type: ignore[no-untyped-def]
-        if result.status is not TaskStatus.COMPLETED:
-            return replace(result, metrics={})
-        return replace(result, metrics={"score": 1.0})
+from tests.harnesses.support import (
+    CODING_TASKS,
+    Tiny,
+    assistant_turns,
+    call,
+    last_tool_output,
+    run_with,
+    solver,
+    text,
+    tool_messages,
+)
 
 
 async def test_react_solves_example_coding(tmp_path: Path) -> None:
