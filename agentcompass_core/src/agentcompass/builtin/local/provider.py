@@ -142,13 +142,9 @@ class LocalProvider(EnvironmentProvider):
         except OSError as exc:
             raise InfrastructureError(f"cannot create a working directory: {describe(exc)}") from exc
         cgroup = None
-        if self._cgroup_home is not None:
+        if self._cgroup_home is not None:  # made by the session's first command (most sessions of a run have some)
             name = f"s{next(_session_numbers)}"
-            try:
-                (self._cgroup_home[0] / name).mkdir(parents=True, exist_ok=True)
-                cgroup = (self._cgroup_home[0] / name, f"{self._cgroup_home[1]}/{name}")
-            except OSError as exc:
-                log.warning("local.cgroup_unavailable", error=describe(exc))
+            cgroup = (self._cgroup_home[0] / name, f"{self._cgroup_home[1]}/{name}")
         env = {k: os.environ[k] for k in INHERITED_VARIABLES if k in os.environ}
         env.setdefault("PATH", os.defpath)
         env.update(HOME=str(root), TMPDIR=str(root), PYTHONDONTWRITEBYTECODE="1")
@@ -162,7 +158,10 @@ class LocalProvider(EnvironmentProvider):
         if not isinstance(session, LocalSession):
             return
         session.kill_all()  # at once, so that even a close cut short has killed everything it could see
-        await _in_thread(session.terminate, KILL_TIMEOUT)
+        if session.ran_commands:
+            await _in_thread(session.terminate, KILL_TIMEOUT)
+        else:
+            session.terminate(KILL_TIMEOUT)  # nothing to kill or wait for: no thread hop on the per-task path
         self._live.discard(session)
         if not self.keep:
             self._remove(session.root)

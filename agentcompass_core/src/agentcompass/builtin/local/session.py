@@ -254,6 +254,11 @@ class LocalSession(EnvironmentSession):
             timed_out=timed_out,
         )
 
+    @property
+    def ran_commands(self) -> bool:
+        """Whether any ``exec`` of this session started a process."""
+        return bool(self._trees)
+
     def kill_all(self) -> None:
         """Kill, without waiting, every process this session's commands started."""
         processes.kill_now(self._trees, self._session_matches)
