@@ -25,19 +25,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from agentcompass.runtime import BaseBenchmark, TaskSpec, TaskStatus
 from agentcompass.testing import ScriptedModel, run_benchmark, tool_call
 
 IMAGE = "python:3.11-slim"
-
-
-def median(values: Any) -> float:
-    """The median (``statistics`` would be this directory's bench/statistics.py when run as a script)."""
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 class Calls(BaseBenchmark):
