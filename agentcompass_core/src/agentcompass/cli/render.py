@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentcompass.comparison import Comparison
 from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
+
+if TYPE_CHECKING:
+    from agentcompass.comparison import Comparison
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
