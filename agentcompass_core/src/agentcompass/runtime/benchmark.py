@@ -45,10 +45,11 @@ class BaseBenchmark:
     """
 
     name: ClassVar[str] = ""
-    metric_contract: ClassVar[MetricContract | str] = make_metric_contract(primary="score", scalar=("score",))
-    evaluation_environment_mode: ClassVar[EvaluationEnvironmentMode] = "none"
-    required_model_roles: ClassVar[tuple[str, ...]] = ("agent",)
-    evaluate_needs_live_environment: ClassVar[bool] = False
+    # Class attributes a benchmark may also set per instance (from its options), hence not ClassVar.
+    metric_contract: MetricContract | str = make_metric_contract(primary="score", scalar=("score",))
+    evaluation_environment_mode: EvaluationEnvironmentMode = "none"
+    required_model_roles: tuple[str, ...] = ("agent",)
+    evaluate_needs_live_environment: bool = False
 
     def __init__(self, **options: Any) -> None:
         """``options`` come from ``--benchmark-arg key=value``. Reject unknown ones with

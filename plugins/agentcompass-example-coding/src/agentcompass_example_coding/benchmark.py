@@ -63,8 +63,8 @@ class ExampleCodingBenchmark(BaseBenchmark):
     """
 
     name: ClassVar[str] = "example_coding"
-    evaluation_environment_mode: ClassVar[EvaluationEnvironmentMode] = "fresh"
-    metric_contract: ClassVar[MetricContract] = make_metric_contract(
+    evaluation_environment_mode: EvaluationEnvironmentMode = "fresh"
+    metric_contract: MetricContract = make_metric_contract(
         primary="score",
         scalar=("score", "tests_passed_fraction"),
         labels={"score": "Solved (all hidden tests pass)", "tests_passed_fraction": "Hidden tests passed"},

@@ -85,7 +85,7 @@ class ExampleInteractiveBenchmark(HarnessFreeBenchmark):
 
     name: ClassVar[str] = "example_interactive"
     evaluation_environment_mode = "reuse"
-    metric_contract: ClassVar[MetricContract] = make_metric_contract(
+    metric_contract: MetricContract = make_metric_contract(
         primary="score",
         scalar=("score",),
         labels={"score": "Reward"},
