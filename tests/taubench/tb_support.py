@@ -3,62 +3,45 @@ and responders for the kit's loopback OpenAI server playing the agent, the user 
 
 from __future__ import annotations
 
-import copy
-import functools
 import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcompass_taubench.data import packaged_root
 from taubench_runner import tasks as task_fields
-from taubench_runner.domains import DomainData, normalized_db_text
 from taubench_runner.environment import Environment
-from taubench_runner.evaluator import evaluate
-from taubench_runner.orchestrator import OracleAgent, OraclePlan, OracleUser, Orchestrator
 from taubench_runner.prompts import STOP
+from tb_variants import (  # noqa: F401 - re-exported for the tests
+    DOMAINS,
+    ROOT,
+    SRC,
+    ScriptedAgent,
+    StopUser,
+    converse,
+    domain_data,
+    environment,
+    fake_judge,
+    oracle,
+    score,
+    tasks,
+    variants,
+    write_actions,
+    wrong_argument,
+)
 
-ROOT = packaged_root()
-SRC = Path(__file__).resolve().parents[2] / "plugins" / "agentcompass-taubench" / "src"
-DOMAINS = ("mock", "airline", "retail")
-SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "upstream.json"
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+SNAPSHOT = SNAPSHOTS / "upstream.json"
+REWARDS_SNAPSHOT = SNAPSHOTS / "upstream_rewards.json"
 #: The tasks whose gold actions do not satisfy their own criteria, and why (the plugin README lists them).
 ORACLE_EXCEPTIONS = {
     "mock/update_task_with_history_and_env_assertions": "no gold actions; its env assertion wants task_2 completed",
     "mock/update_task_with_user_tools": "the env assertion wants the user's notification read, which no gold "
                                         "action does (the user would have to dismiss it)",
 }
-
-
-@functools.cache
-def tasks(domain: str) -> dict[str, dict[str, Any]]:
-    raw = json.loads((ROOT / "domains" / domain / "tasks.json").read_text())
-    return {t["id"]: t for t in raw}
-
-
-@functools.cache
-def domain_data(domain: str) -> DomainData:
-    """The domain's data, its databases normalised once (as the staging directory ships them)."""
-    data = DomainData.load(domain, str(ROOT / "domains" / domain))
-    normalized = normalized_db_text(domain, str(ROOT / "domains" / domain))
-    data.db_text = normalized["db.json"]
-    data.user_db_text = normalized.get("user_db.json")
-    data.trusted = True
-    return data
-
-
-def environment(domain: str, task: Mapping[str, Any] | None = None) -> Environment:
-    """A fresh environment, in the task's initial state when a task is given."""
-    env = domain_data(domain).environment()
-    if task is not None:
-        state = task_fields.initial_state(task)
-        env.set_state(state.get("initialization_data"), state.get("initialization_actions"),
-                      task_fields.message_history(task))
-    return env
 
 
 def call(env: Environment, name: str, requestor: str = "assistant", **arguments: Any) -> dict[str, Any]:
@@ -80,128 +63,6 @@ def error(env: Environment, name: str, requestor: str = "assistant", **arguments
     message = call(env, name, requestor, **arguments)
     assert message["error"], message["content"]
     return message["content"]
-
-
-# -- scripted participants -----------------------------------------------------------------------------
-
-
-class ScriptedAgent:
-    """Sends the given tool calls one per message, then ``final`` as text."""
-
-    def __init__(self, actions: Sequence[Mapping[str, Any]], final: str = "All done.") -> None:
-        self.actions = [dict(a) for a in actions]
-        self.final = final
-        self.seen: list[Any] = []
-
-    def init_state(self, history: Sequence[Any]) -> None:
-        pass
-
-    def next(self, incoming: Any) -> dict[str, Any]:
-        self.seen.append(incoming)
-        if self.actions:
-            action = self.actions.pop(0)
-            n = len(self.seen)
-            return {"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"s{n}", "name": action["name"], "arguments": dict(action["arguments"]),
-                 "requestor": "assistant"}]}
-        return {"role": "assistant", "content": self.final, "tool_calls": None}
-
-
-class StopUser:
-    """States a request, then stops once the agent has sent ``final`` (or after ``turns`` replies)."""
-
-    def __init__(self, final: str = "All done.", turns: int = 100) -> None:
-        self.final, self.turns = final, turns
-        self.seen: list[Any] = []
-
-    def init_state(self, history: Sequence[Any]) -> None:
-        pass
-
-    def next(self, incoming: Any) -> dict[str, Any]:
-        self.seen.append(incoming)
-        if len(self.seen) > self.turns or (isinstance(incoming, dict) and incoming.get("content") == self.final):
-            return {"role": "user", "content": STOP, "tool_calls": None}
-        return {"role": "user", "content": "Please help me with my request.", "tool_calls": None}
-
-
-def converse(domain: str, task: Mapping[str, Any], agent: Any, user: Any, **limits: Any) -> dict[str, Any]:
-    return Orchestrator(environment(domain), task, agent, user, **limits).run()
-
-
-def oracle(domain: str, task: Mapping[str, Any], **limits: Any) -> dict[str, Any]:
-    plan = OraclePlan(task)
-    return converse(domain, task, OracleAgent(plan), OracleUser(plan), **limits)
-
-
-def score(domain: str, task: Mapping[str, Any], trajectory: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-    return evaluate(task, trajectory, domain_data(domain), **options)
-
-
-def fake_judge(messages: list[dict[str, Any]]) -> str:
-    """A deterministic judge: an assertion is met when the conversation mentions its first long word."""
-    user = messages[-1]["content"]
-    assertions = eval(user.rsplit("expectedOutcomes:\n", 1)[1].strip())  # the list's Python repr
-    conversation = user.split("expectedOutcomes:")[0].lower()
-    results = []
-    for a in assertions:
-        words = [w for w in re.findall(r"[a-z]{6,}", a.lower())]
-        met = bool(words) and words[0] in conversation
-        results.append({"expectedOutcome": a, "reasoning": "scripted", "metExpectation": met})
-    return json.dumps({"results": results})
-
-
-# -- variants of the gold path, for comparing scores with upstream --------------------------------------
-
-
-def write_actions(domain: str, task: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from taubench_runner.domains import module
-
-    mod = module(domain)
-    return [a for a in task_fields.gold_actions(task)
-            if a["requestor"] == "assistant" and mod.AGENT_TOOLS.tool_specs.get(a["name"]) is not None
-            and mod.AGENT_TOOLS.tool_specs[a["name"]].mutates]
-
-
-def wrong_argument(action: Mapping[str, Any]) -> dict[str, Any]:
-    """``action`` with one argument changed: the first string made a different string, else a list shortened
-    or a number changed."""
-    changed = copy.deepcopy(dict(action))
-    arguments = changed["arguments"]
-    for key, value in arguments.items():
-        if isinstance(value, str):
-            arguments[key] = value + "_x" if key != "reason" else "ordered by mistake" if value != \
-                "ordered by mistake" else "no longer needed"
-            return changed
-    for key, value in arguments.items():
-        if isinstance(value, list) and len(value) > 1:
-            arguments[key] = value[:-1]
-            return changed
-        if isinstance(value, int) and not isinstance(value, bool):
-            arguments[key] = value + 1
-            return changed
-    arguments["extra"] = "x"
-    return changed
-
-
-def variants(domain: str, task: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Named trajectories of one task: the oracle, the gold path with a wrong argument in its last write,
-    without its last write, without the final message, and one cut short by max_steps."""
-    gold = task_fields.gold_actions(task)
-    agent_gold = [a for a in gold if a["requestor"] == "assistant"]
-    info = list((task_fields.criteria(task) or {}).get("communicate_info") or ())
-    final = "All done. " + " ".join(info)
-    out = {"oracle": oracle(domain, task)}
-    writes = write_actions(domain, task)
-    if writes:
-        last = writes[-1]
-        i = max(i for i, a in enumerate(agent_gold) if a is last or a == last)
-        wrong = [*agent_gold[:i], wrong_argument(last), *agent_gold[i + 1:]]
-        out["wrong_argument"] = converse(domain, task, ScriptedAgent(wrong, final), StopUser(final))
-        out["missing_write"] = converse(domain, task, ScriptedAgent(agent_gold[:i] + agent_gold[i + 1:], final),
-                                        StopUser(final))
-    out["silent"] = converse(domain, task, ScriptedAgent(agent_gold, "Goodbye."), StopUser("Goodbye."))
-    out["max_steps"] = converse(domain, task, ScriptedAgent(agent_gold, final), StopUser(final), max_steps=3)
-    return out
 
 
 # -- the runner as a subprocess -----------------------------------------------------------------------

@@ -97,7 +97,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
 
     name: ClassVar[str] = "taubench"
     evaluation_environment_mode = "reuse"
-    metric_contract: ClassVar[MetricContract] = make_metric_contract(
+    metric_contract: MetricContract = make_metric_contract(
         "reward",
         # ``nl_assertion`` is in a result's metrics only when it was judged (tau2 judges it only when it is in
         # the task's basis), so it is not averaged over the run.
@@ -350,7 +350,7 @@ def _plain(value: Any) -> Any:
 
 def _summary(payload: Mapping[str, Any]) -> dict[str, Any]:
     """What a result keeps of a trajectory (the whole of it is ``trajectory.json``)."""
-    keys = ("termination_reason", "steps", "num_errors", "mode", "final_db_hashes", "model_calls", "runner",
+    keys = ("termination_reason", "steps", "num_errors", "mode", "model_calls", "runner",
             "duration_seconds", "error")
     out = {k: payload[k] for k in keys if k in payload}
     out["messages"] = len(payload.get("messages") or ())

@@ -169,8 +169,6 @@ def converse(request: Mapping[str, Any], mode: str) -> tuple[dict[str, Any], int
                    num_errors=orchestrator.num_errors, error=str(exc))
     agent_texts = [m["content"] for m in out["messages"] if m.get("role") == "assistant" and m.get("content")]
     out["final_answer"] = agent_texts[-1] if agent_texts else None
-    out["final_db_hashes"] = {"agent": orchestrator.environment.get_db_hash(),
-                              "user": orchestrator.environment.get_user_db_hash()}
     out["model_calls"] = dict(client.calls) if client is not None else {}
     out["runner"] = {
         "cpu_seconds": round(time.process_time() - cpu0, 6),

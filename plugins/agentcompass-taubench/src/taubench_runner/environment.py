@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,8 +31,43 @@ def has_text(message: Mapping[str, Any]) -> bool:
 
 
 def dict_hash(data: Any) -> str:
-    """tau2's ``get_dict_hash``: sha256 of the JSON with sorted keys."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    """tau2's ``get_dict_hash``: sha256 of ``json.dumps(data, sort_keys=True, default=str)``.
+
+    The JSON is assembled from the JSON of each top-level value, and of each entry of the large top-level
+    dicts (a database's users, orders, flights), each found in a cache keyed by the entry's ``marshal`` bytes
+    when it was serialised before: two environments of one task differ in a few entries only. ``marshal``
+    encodes types (``1``, ``1.0`` and ``True`` differ) and order, so a hit is the same JSON; a miss is
+    serialised afresh. The digest is the very string's, as upstream's.
+    """
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    parts = []
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, dict) and len(value) > 16 and all(isinstance(k, str) for k in value):
+            inner = ", ".join(f"{json.dumps(k)}: {_serialised(value[k])}" for k in sorted(value))
+            text = "{" + inner + "}"
+        else:
+            text = _serialised(value)
+        parts.append(f"{json.dumps(key)}: {text}")
+    return hashlib.sha256(("{" + ", ".join(parts) + "}").encode()).hexdigest()
+
+
+_SERIALISED: dict[bytes, str] = {}
+_SERIALISED_LIMIT = 200_000
+
+
+def _serialised(value: Any) -> str:
+    try:
+        key = hashlib.blake2b(marshal.dumps(value), digest_size=16).digest()
+    except ValueError:  # not a plain JSON-like value
+        return json.dumps(value, sort_keys=True, default=str)
+    text = _SERIALISED.get(key)
+    if text is None:
+        if len(_SERIALISED) >= _SERIALISED_LIMIT:
+            _SERIALISED.clear()
+        text = _SERIALISED[key] = json.dumps(value, sort_keys=True, default=str)
+    return text
 
 
 def _process(resp: Any) -> Any:

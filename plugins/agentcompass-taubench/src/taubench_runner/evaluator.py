@@ -142,11 +142,15 @@ def environment_component(task: Mapping[str, Any], messages: Sequence[Message], 
         predicted.set_state(state.get("initialization_data"), state.get("initialization_actions"), list(messages))
     except Exception as exc:
         raise EvaluationError(f"replaying the trajectory failed: {exc}") from exc
-    gold, gold_errors = gold_environment(task, data)
+    cached = data.gold_cache.get(task["id"])
+    if cached is None:
+        gold, gold_errors = gold_environment(task, data)
+        cached = data.gold_cache[task["id"]] = (gold.get_db_hash(), gold.get_user_db_hash(), gold_errors)
     hashes = {
-        "gold_agent": gold.get_db_hash(), "gold_user": gold.get_user_db_hash(),
+        "gold_agent": cached[0], "gold_user": cached[1],
         "predicted_agent": predicted.get_db_hash(), "predicted_user": predicted.get_user_db_hash(),
     }
+    gold_errors = cached[2]
     match = hashes["gold_agent"] == hashes["predicted_agent"] and hashes["gold_user"] == hashes["predicted_user"]
     db_reward = 1.0 if match else 0.0
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import marshal
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -44,6 +45,10 @@ class DomainData:
     user_db_text: str | None
     #: The databases were validated already (``prepare_task`` ships them normalised): parse only.
     trusted: bool = False
+    #: What the evaluator learnt of a task's gold environment (its hashes), by task id: a process that scores
+    #: several conversations of one task builds it once.
+    gold_cache: dict[str, Any] = field(default_factory=dict)
+    _frozen: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, domain: str, directory: str, *, trusted: bool = False) -> DomainData:
@@ -69,10 +74,18 @@ class DomainData:
         return env_class(self.domain, self.policy, tools, user_tools)
 
     def _db(self, toolkit: Any, text: str | None) -> dict[str, Any] | None:
+        """A fresh database: parsed (and validated unless trusted) the first time, then copied from its
+        ``marshal`` bytes, which is faster than parsing the JSON again."""
         if text is None:
             return None
+        frozen = self._frozen.get(text)
+        if frozen is not None:
+            return marshal.loads(frozen)
         data = json.loads(text)
-        return data if self.trusted else toolkit.db_model().validate(data)
+        if not self.trusted:
+            data = toolkit.db_model().validate(data)
+        self._frozen[text] = marshal.dumps(data)
+        return data
 
 
 def normalized_db_text(domain: str, directory: str) -> dict[str, str]:
