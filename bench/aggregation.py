@@ -3,8 +3,9 @@
 Prints, each measured in its own child process (so peak RSS is that step's alone, imports included):
   * building ``summary.json``'s metrics (means, clustered standard errors, CIs, pass@k and pass^k for
     k = 1..10, per category) from 100,000 results;
-  * ``agentcompass results compare`` of two such run directories (reading and validating both
-    ``results.jsonl`` files, then the paired differences), through the CLI's own functions.
+  * ``agentcompass results compare`` of two such run directories (reading their ``scores.json`` index, as a
+    finished run has, then the paired differences), through the CLI's own functions; and the same with the
+    index removed (reading and validating each whole ``results.jsonl``: a run cut short, or a resumed one).
 Targets: each ≤ 1 s and ≤ 200 MB.
 
 Usage: uv run python bench/aggregation.py [--tasks 10000] [--trials 10]
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from agentcompass.results.run_dir import RunDirectory
+from agentcompass.results.scores import write_scores
 from agentcompass.results.summary import build_run_info, build_summary
 from agentcompass.runtime import RunRequest, RunResult, TaskSpec, TaskStatus
 from agentcompass.runtime.metrics import make_metric_contract
@@ -55,6 +57,7 @@ def write_run(path: Path, results: list[RunResult], trials: int) -> None:
     plan = RunPlan("Synthetic", None, "Local", "local", "none", {"scalar": list(CONTRACT.scalar)}, {})
     store.write_run_info(build_run_info(req, plan, {}, None, time.time()))
     store.close()
+    write_scores(path, {(r.task_id, r.trial): r for r in results}, path / "results.jsonl")  # as a run's end does
 
 
 def peak_mb() -> float:
@@ -108,8 +111,13 @@ def main() -> None:
         for name, skill, seed in (("a", 0.5, 2), ("b", 0.6, 3)):
             write_run(Path(tmp) / name, synthetic(args.tasks, args.trials, skill, seed), args.trials)
         cmp = in_child("--child", "compare", str(Path(tmp) / "a"), str(Path(tmp) / "b"))
-    print(f"  results compare of two runs (read, validate, pair, per category): {cmp['seconds']:.2f} s, "
-          f"peak RSS {cmp['peak_mb']:.0f} MB  (targets ≤ 1 s, ≤ 200 MB)")
+        print(f"  results compare of two finished runs (scores.json, pair, per category): {cmp['seconds']:.2f} s, "
+              f"peak RSS {cmp['peak_mb']:.0f} MB  (targets ≤ 1 s, ≤ 200 MB)")
+        for name in ("a", "b"):
+            (Path(tmp) / name / "scores.json").unlink()
+        raw = in_child("--child", "compare", str(Path(tmp) / "a"), str(Path(tmp) / "b"))
+    print(f"  results compare without the index (whole results.jsonl read and validated): {raw['seconds']:.2f} s, "
+          f"peak RSS {raw['peak_mb']:.0f} MB")
 
 
 if __name__ == "__main__":

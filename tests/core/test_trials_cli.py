@@ -154,3 +154,25 @@ def test_compare_shows_a_paired_difference_and_refuses_runs_it_cannot_pair(tmp_p
 
 def math_close(a: float, b: float) -> bool:
     return abs(a - b) < 1e-9
+
+
+def test_the_scores_index_agrees_with_results_and_is_ignored_when_stale(tmp_path):
+    from agentcompass.results.run_dir import RunDirectory
+
+    out = tmp_path / "r"
+    run("example_interactive", "none", "mock", "-m", "error_rate=0.4", "--trials", "2", "--seed", "3", "-o",
+        str(out))
+    assert (out / "scores.json").exists()
+    indexed = RunDirectory.open_existing(out).final_scores()
+    (out / "scores.json").rename(tmp_path / "scores.json")
+    from_lines = RunDirectory.open_existing(out).final_scores()
+    assert indexed == from_lines and len(indexed) == 22
+    # A results line appended after the index was written (a resume in progress) makes the index stale.
+    (tmp_path / "scores.json").rename(out / "scores.json")
+    line = next(x for x in (out / "results.jsonl").read_text().splitlines() if '"create_basic"' in x)
+    changed = json.loads(line)
+    changed["status"], changed["metrics"] = "RUN_ERROR", {}
+    with open(out / "results.jsonl", "a") as f:
+        f.write(json.dumps(changed) + "\n")
+    fresh = RunDirectory.open_existing(out).final_scores()
+    assert fresh[("create_basic", changed["trial"])].completed is False

@@ -270,7 +270,7 @@ class Runner:
                 stopped_reason=access.stop_reason if access is not None else None,
                 duration_s=time.time() - started_at, run_dir=str(store.path),
             )
-            store.write_summary(summary)
+            store.write_summary(summary, final)
             log.info("run.finished", status_counts=dict(summary.status_counts), interrupted=summary.interrupted,
                      duration_s=summary.duration_s, stopped_reason=summary.stopped_reason)
             self.host.notify("agentcompass_run_finished", run_id=req.run_id, summary=summary)

@@ -5,6 +5,7 @@
 * ``attempts.jsonl`` — attempts that were retried or cancelled (not final).
 * ``trajectories.jsonl`` — every model call, one per line, with ``task_id``, ``trial`` and ``attempt``.
 * ``summary.json`` — aggregated metrics and status counts.
+* ``scores.json`` — a columnar index of the final results' scores, for comparing large runs fast.
 * ``logs.jsonl`` — structured logs.
 * ``artifacts/<task>/attempt-<n>/`` — files that ``collect_artifacts`` saved (``artifacts/<task>/trial-<t>/
   attempt-<n>/`` for trials after the first).
@@ -25,11 +26,12 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 import attrs
 from agentcompass.errors import ResultsError, SetupError, describe
 from agentcompass.redaction import Redactor
+from agentcompass.results.scores import Score, read_scores, write_scores
 from agentcompass.runtime.names import safe_name
 from agentcompass.runtime.records import RunInfo, RunSummary
 from agentcompass.runtime.types import RunResult, TaskStatus
@@ -112,14 +114,6 @@ def _cut_torn_tail(path: Path) -> None:
         if data.endswith(b"\n"):
             return
         f.truncate(data.rfind(b"\n") + 1)
-
-
-class Score(NamedTuple):
-    """What comparing runs needs of one final result."""
-
-    category: str | None
-    completed: bool
-    metrics: dict[str, float]
 
 
 @attrs.define
@@ -208,8 +202,11 @@ class RunDirectory:
 
     def final_scores(self) -> dict[tuple[str, int], Score]:
         """The scores of every finished (task, trial), read without building whole results (for comparing large
-        runs); each line's fields are validated, and a bad line is skipped with a warning as in
-        :meth:`final_results`."""
+        runs): from ``scores.json`` when it is current, else from ``results.jsonl``, each line's fields
+        validated and a bad line skipped with a warning as in :meth:`final_results`."""
+        indexed = read_scores(self.path, self.path / RESULTS)
+        if indexed is not None:
+            return indexed
         out: dict[tuple[str, int], Score] = {}
         path = self.path / RESULTS
         statuses = {s.value for s in TaskStatus}
@@ -246,9 +243,12 @@ class RunDirectory:
     def write_run_info(self, info: RunInfo) -> None:
         write_json_atomic(self.path / RUN_JSON, self.redactor.text(dumps_record(info, indent=2)))
 
-    def write_summary(self, summary: RunSummary) -> None:
+    def write_summary(self, summary: RunSummary, final: Mapping[tuple[str, int], RunResult] | None = None) -> None:
+        """``summary.json`` and, given the final results, the ``scores.json`` index of them."""
         self.sync()
         write_json_atomic(self.path / SUMMARY, self.redactor.text(dumps_record(summary, indent=2)))
+        if final is not None:
+            write_scores(self.path, final, self.path / RESULTS)
 
     def stream(self, name: str) -> IO[str]:
         f = self._files.get(name)
