@@ -59,6 +59,13 @@ def content(env: Environment, name: str, **arguments: Any) -> Any:
         return message["content"]
 
 
+def raw(env: Environment, name: str, **arguments: Any) -> str:
+    """A successful call's result text, as the model reads it."""
+    message = call(env, name, **arguments)
+    assert not message["error"], message["content"]
+    return message["content"]
+
+
 def error(env: Environment, name: str, requestor: str = "assistant", **arguments: Any) -> str:
     message = call(env, name, requestor, **arguments)
     assert message["error"], message["content"]
@@ -98,28 +105,49 @@ def run_runner(workdir: Path, command: str, request: Mapping[str, Any], env: Map
 TASK_MARK = re.compile(r"\[task ([^\]]+)\]")
 
 
+def approving_judge(messages: list[dict[str, Any]]) -> str:
+    """A judge that finds every assertion met."""
+    user = messages[-1]["content"]
+    assertions = eval(user.rsplit("expectedOutcomes:\n", 1)[1].strip())
+    return json.dumps({"results": [{"expectedOutcome": a, "reasoning": "ok", "metExpectation": True}
+                                   for a in assertions]})
+
+
+def role_of(body: Mapping[str, Any]) -> str:
+    """Which role a chat request is for, from its system prompt: ``agent``, ``user`` or ``judge``."""
+    system = str(body["messages"][0].get("content") or "")
+    if system.startswith("<instructions>\nYou are a customer service agent"):
+        return "agent"
+    if "<scenario>" in system:
+        return "user"
+    if "expected outcomes" in system:
+        return "judge"
+    raise AssertionError(f"a request for no known role: {system[:80]!r}")
+
+
 def role_responder(
-    domain: str, *, agent_model: str = "agent-model", user_model: str = "user-model",
-    judge_model: str = "judge-model", wrong: bool = False, judge: Callable[[list[dict[str, Any]]], str] = fake_judge,
+    domain: str, *, wrong: bool = False, judge: Callable[[list[dict[str, Any]]], str] = fake_judge,
+    requests: list[dict[str, Any]] | None = None,
 ) -> Callable[[dict[str, Any]], Any]:
-    """One responder playing three roles by the request's model: the user states its task (``[task ID]``) and
-    stops when the agent is done; the agent replays the task's gold actions as tool calls (with a wrong
-    argument in the last write when ``wrong``), one per message, then says it is done with what the task
-    expects communicated; the judge is :func:`fake_judge`."""
+    """One responder playing three roles (told apart by their system prompts): the user states its task
+    (``[task ID]``) and stops when the agent is done; the agent replays the task's gold actions as tool
+    calls (with a wrong argument in the last write when ``wrong``), one per message, then says it is done
+    with what the task expects communicated; the judge is :func:`fake_judge`. Requests are appended to
+    ``requests`` when given."""
 
     def respond(body: dict[str, Any]) -> Any:
-        model = str(body.get("model") or "")
+        if requests is not None:
+            requests.append(body)
         messages = body["messages"]
-        if model.endswith(judge_model) or model == "judge":
+        role = role_of(body)
+        if role == "judge":
             return {"content": judge(messages)}
-        if model.endswith(user_model) or model == "user":
-            system = messages[0]["content"]
-            task_id = _task_of_user(domain, system)
+        if role == "user":
+            task_id = _task_of_user(domain, messages[0]["content"])
             heard = [m for m in messages[1:] if m["role"] == "user"]  # the agent's texts, as the user sees them
             if heard and "All done" in str(heard[-1].get("content")):
                 return {"content": STOP}
             return {"content": f"[task {task_id}] Hello, I need help."}
-        # the agent
         first_user = next(m for m in messages if m["role"] == "user")
         found = TASK_MARK.search(str(first_user.get("content")))
         task = tasks(domain)[found.group(1)] if found else None
@@ -135,8 +163,8 @@ def role_responder(
             return {"content": None, "tool_calls": [{
                 "id": f"call_{done}", "type": "function",
                 "function": {"name": action["name"], "arguments": json.dumps(action["arguments"])}}]}
-        info = (task_fields.criteria(task) or {}).get("communicate_info") or () if task else ()
-        return {"content": "All done. " + " ".join(info)}
+        info = ((task_fields.criteria(task) or {}).get("communicate_info") or ()) if task else ()
+        return {"content": " ".join(["All done.", *info])}
 
     return respond
 
