@@ -125,7 +125,7 @@ def test_a_judge_is_required_only_for_the_selected_tasks_that_need_one():
         task_ids(bench, request("none", role_models={"user": "mock"}))
     assert str(raised.value) == ("40 of the 114 selected taubench tasks score NL assertions with an LLM judge: set "
                                  "--judge-model MODEL, or leave those tasks out with -b nl_assertions=exclude")
-    with pytest.raises(UsageError, match="^1 of the 2 selected"):
+    with pytest.raises(UsageError, match=r"^1 of the 2 selected"):
         task_ids(bench, request("none", role_models={"user": "mock"}, task_ids=("retail/0", "retail/2")))
     assert task_ids(bench, request("none", role_models={"user": "mock"}, task_ids=("retail/0",))) != []
     assert len(task_ids(bench, request("none", role_models={"user": "mock", "judge": "mock"}))) == 114
