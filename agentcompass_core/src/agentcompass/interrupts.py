@@ -41,6 +41,11 @@ class Interrupts:
         return self
 
     def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+        if self.count:
+            # Interrupted: keep reporting (never raising) further signals until the loop closes, which removes
+            # the handlers; the caller then decides (the CLI ignores them while it exits).
+            self._target = None
+            return
         loop = asyncio.get_running_loop()
         for sig in self._installed:
             with contextlib.suppress(Exception):

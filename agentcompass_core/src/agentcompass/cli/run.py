@@ -6,6 +6,7 @@ that field's default: the request is the one place defaults are written.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
@@ -85,6 +86,11 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def _ignore_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def given_options(ctx: click.Context) -> frozenset[str]:
     """The request fields the user set on the command line (not left at their defaults)."""
     return frozenset(field for field, _, _ in RUN_OPTIONS
@@ -152,8 +158,10 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     request = request_from_options(benchmark or "", harness or "", model or "", user_model, judge_model, options)
     host = plugin_host(ctx)
     progress = Progress(enabled=True)
+    signals_seen: list[str] = []
 
     def on_signal(name: str, count: int) -> None:
+        signals_seen.append(name)
         progress.stop()
         if count == 1:
             click.echo(f"{name}: stopping; closing environments and keeping finished results…", err=True)
@@ -166,10 +174,14 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     with cli_errors():
         try:
             outcome = asyncio.run(runner.run())
-        except KeyboardInterrupt:  # a Ctrl-C before the run installed its own handling
+        except KeyboardInterrupt:  # a Ctrl-C outside the run's own handling: before it started, or as it closed
+            _ignore_signals()
             progress.stop()
-            click.echo("Interrupted before the run started; nothing was recorded.", err=True)
+            click.echo("Interrupted; finished results are kept (resume with agentcompass run --resume RUN_DIR)."
+                       if signals_seen else "Interrupted before the run started; nothing was recorded.", err=True)
             ctx.exit(ExitCode.INTERRUPTED)
+    if signals_seen or outcome.interrupted:
+        _ignore_signals()  # the run is over and recorded: a late Ctrl-C must not turn exit 130 into a kill
     progress.stop()
     summary = outcome.summary
     if as_json:
