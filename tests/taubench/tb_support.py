@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,14 +126,15 @@ def role_of(body: Mapping[str, Any]) -> str:
 
 
 def role_responder(
-    domain: str, *, wrong: bool = False, judge: Callable[[list[dict[str, Any]]], str] = fake_judge,
-    requests: list[dict[str, Any]] | None = None,
+    *, wrong: bool = False, judge: Callable[[list[dict[str, Any]]], str] = fake_judge,
+    requests: list[dict[str, Any]] | None = None, among: Sequence[str] | None = None,
 ) -> Callable[[dict[str, Any]], Any]:
     """One responder playing three roles (told apart by their system prompts): the user states its task
-    (``[task ID]``) and stops when the agent is done; the agent replays the task's gold actions as tool
-    calls (with a wrong argument in the last write when ``wrong``), one per message, then says it is done
-    with what the task expects communicated; the judge is :func:`fake_judge`. Requests are appended to
-    ``requests`` when given."""
+    (``[task DOMAIN/ID]``, found from its scenario) and stops when the agent is done; the agent replays the
+    task's gold actions as tool calls (with a wrong argument in the last write when ``wrong``), one per
+    message, then says it is done with what the task expects communicated; the judge is ``judge``. Requests
+    are appended to ``requests`` when given; ``among`` (``DOMAIN/ID`` ids) tells apart tasks that share a
+    scenario."""
 
     def respond(body: dict[str, Any]) -> Any:
         if requests is not None:
@@ -143,16 +144,19 @@ def role_responder(
         if role == "judge":
             return {"content": judge(messages)}
         if role == "user":
-            task_id = _task_of_user(domain, messages[0]["content"])
+            domain, task_id = task_of_user(messages[0]["content"], among)
             heard = [m for m in messages[1:] if m["role"] == "user"]  # the agent's texts, as the user sees them
             if heard and "All done" in str(heard[-1].get("content")):
                 return {"content": STOP}
-            return {"content": f"[task {task_id}] Hello, I need help."}
+            return {"content": f"[task {domain}/{task_id}] Hello, I need help."}
         first_user = next(m for m in messages if m["role"] == "user")
         found = TASK_MARK.search(str(first_user.get("content")))
-        task = tasks(domain)[found.group(1)] if found else None
-        actions = [a for a in task_fields.gold_actions(task) if a["requestor"] == "assistant"] if task else []
-        if wrong and task is not None:
+        if found is None:
+            return {"content": "How can I help?"}
+        domain, task_id = found.group(1).split("/", 1)
+        task = tasks(domain)[task_id]
+        actions = [a for a in task_fields.gold_actions(task) if a["requestor"] == "assistant"]
+        if wrong:
             writes = write_actions(domain, task)
             if writes:
                 i = max(i for i, a in enumerate(actions) if a == writes[-1])
@@ -163,16 +167,18 @@ def role_responder(
             return {"content": None, "tool_calls": [{
                 "id": f"call_{done}", "type": "function",
                 "function": {"name": action["name"], "arguments": json.dumps(action["arguments"])}}]}
-        info = ((task_fields.criteria(task) or {}).get("communicate_info") or ()) if task else ()
+        info = (task_fields.criteria(task) or {}).get("communicate_info") or ()
         return {"content": " ".join(["All done.", *info])}
 
     return respond
 
 
-def _task_of_user(domain: str, system_prompt: str) -> str:
-    """The task whose scenario the user simulator was given (the scenario is what tells tasks apart)."""
+def task_of_user(system_prompt: str, among: Sequence[str] | None = None) -> tuple[str, str]:
+    """The (domain, task id) whose scenario the user simulator was given (one of ``among`` when given)."""
     scenario = system_prompt.split("<scenario>\n", 1)[1].rsplit("\n</scenario>", 1)[0]
-    found = [task_id for task_id, task in tasks(domain).items() if task_fields.scenario_text(task) == scenario]
+    found = [(domain, task_id) for domain in DOMAINS for task_id, task in tasks(domain).items()
+             if task_fields.scenario_text(task) == scenario
+             and (among is None or f"{domain}/{task_id}" in among)]
     if len(found) != 1:
         raise AssertionError(f"{len(found)} tasks have this scenario: {found}")
     return found[0]

@@ -160,7 +160,7 @@ async def test_oracle_scores_every_mock_task_as_listed():
 
 
 async def test_a_scripted_conversation_with_a_judge(tmp_path: Path):
-    model = ScriptedModel(s.role_responder("retail", judge=s.approving_judge))
+    model = ScriptedModel(s.role_responder(judge=s.approving_judge))
     run = await run_benchmark(TauBenchBenchmark, model=model, benchmark_args={"domain": "retail"},
                               task_ids=["retail/2", "retail/5"],
                               role_models={"user": "kit-model", "judge": "kit-model"})

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from agentcompass.errors import InfrastructureError, UsageError
 from agentcompass.runtime import (
     EnvironmentSession,
+    EnvironmentSpec,
     ExecutionPlan,
     HarnessFreeBenchmark,
     PreparedTask,
@@ -108,7 +109,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
     )
     OPTIONS: ClassVar[tuple[str, ...]] = (
         "domain", "split", "data_dir", "max_steps", "max_errors", "nl_assertions", "user_temperature", "timeout",
-        "enforce_communication_protocol",
+        "enforce_communication_protocol", "bake",
     )
 
     def __init__(self, **options: Any) -> None:
@@ -139,6 +140,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         self.timeout = None if raw_timeout is None else _number("timeout", raw_timeout, positive=True)
         self.enforce_protocol = _flag("enforce_communication_protocol",
                                       options.get("enforce_communication_protocol", False))
+        self.bake = _flag("bake", options.get("bake", True))
         self.staging = data.Staging()
 
     # -- tasks ------------------------------------------------------------------------------------
@@ -181,11 +183,22 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
                 "judge: set --judge-model MODEL, or leave those tasks out with -b nl_assertions=exclude"
             )
 
+    def environment_spec(self, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
+        """``python:3.11-slim`` with no network. Under docker (unless ``-b bake=false``) an image built from it
+        holds the runner and the data, so that a task's container only needs its request."""
+        if self._baked(req.environment):
+            return EnvironmentSpec(image=data.BASE_IMAGE, build_context=str(self.staging.context(self.root,
+                                                                                                 self.domains)))
+        return EnvironmentSpec(image=data.BASE_IMAGE)
+
+    def _baked(self, environment: str) -> bool:
+        return self.bake and environment == "docker"
+
     # -- lifecycle --------------------------------------------------------------------------------
 
     def _request(self, task: TaskSpec, req: RunRequest, plan: ExecutionPlan) -> dict[str, Any]:
         domain = task.data["domain"]
-        paths = data.env_paths(domain)
+        paths = data.env_paths(domain, self._baked(plan.environment))
         has_judge = "judge" in plan.model_endpoints
         skip_nl = None
         if task.metadata.get("needs_judge") and not has_judge:
@@ -207,9 +220,11 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         }
 
     async def _place(self, task: TaskSpec, req: RunRequest, plan: ExecutionPlan, env: EnvironmentSession) -> None:
+        """The request, and the runner with the domain's data unless the image holds them."""
         domain = task.data["domain"]
-        staging = await asyncio.to_thread(self.staging.get, self.root, domain)
-        await env.upload(staging, data.ENV_ROOT)
+        if not self._baked(plan.environment):
+            staging = await asyncio.to_thread(self.staging.get, self.root, domain)
+            await env.upload(staging, data.ENV_ROOT)
         request = self._request(task, req, plan)
         await env.write_text(data.env_paths(domain)["request"], json.dumps(request, ensure_ascii=False))
 
@@ -221,7 +236,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         if env is None:
             raise RuntimeError("taubench requires an EnvironmentSession")
         await self._place(task, req, plan, env)
-        paths = data.env_paths(task.data["domain"])
+        paths = data.env_paths(task.data["domain"], self._baked(plan.environment))
         return PreparedTask(task_id=task.task_id, metadata={
             "official_runner": {
                 "package_dir": paths["root"], "request_path": paths["request"], "result_path": paths["trajectory"],
@@ -253,7 +268,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
     ) -> RunResult:
         runner = prepared.metadata["official_runner"]
         execution = await env.exec(
-            ["python3", "-m", "taubench_runner", command, "--request", runner["request_path"],
+            ["python3", "-S", "-m", "taubench_runner", command, "--request", runner["request_path"],
              "--output", runner["result_path"], "--stdout"],
             timeout=runner["timeout_seconds"], env={"PYTHONPATH": runner["package_dir"]},
         )
@@ -301,7 +316,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
             return replace(result, metrics={})
         if env is None:
             raise RuntimeError("taubench evaluation requires the task's environment")
-        paths = data.env_paths(task.data["domain"])
+        paths = data.env_paths(task.data["domain"], self._baked(plan.environment))
         runner = prepared.metadata.get("official_runner") or {}
         trajectory = runner.get("result_path", paths["trajectory"])
         execution = await self._verify(env, paths, trajectory)
@@ -325,7 +340,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
     @staticmethod
     async def _verify(env: EnvironmentSession, paths: Mapping[str, str], trajectory: str) -> Any:
         return await env.exec(
-            ["python3", "-m", "taubench_runner", "evaluate", "--request", paths["request"], "--trajectory",
+            ["python3", "-S", "-m", "taubench_runner", "evaluate", "--request", paths["request"], "--trajectory",
              trajectory, "--output", paths["evaluation"], "--stdout"],
             env={"PYTHONPATH": paths["root"]},
         )

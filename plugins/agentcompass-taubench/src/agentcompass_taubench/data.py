@@ -29,6 +29,13 @@ from taubench_runner import tasks as task_fields
 GUIDELINE_FILES = ("simulation_guidelines.md", "simulation_guidelines_tools.md")
 #: Where the staging directory lands in the environment (relative to its working directory).
 ENV_ROOT = "taubench"
+#: Where a docker image built by :meth:`Staging.context` holds the runner and the data.
+IMAGE_ROOT = "/opt/taubench"
+BASE_IMAGE = "python:3.11-slim"
+DOCKERFILE = f"""FROM {BASE_IMAGE}
+COPY taubench {IMAGE_ROOT}
+RUN python3 -m compileall -q {IMAGE_ROOT}/taubench_runner
+"""
 
 
 def packaged_root() -> Path:
@@ -119,8 +126,26 @@ class Staging:
 
     def __init__(self) -> None:
         self._dirs: dict[tuple[Path, str], Path] = {}
+        self._contexts: dict[tuple[Path, tuple[str, ...]], Path] = {}
         self._lock = threading.Lock()
         self._base: Path | None = None
+
+    def context(self, root: Path, domains: tuple[str, ...]) -> Path:
+        """A docker build context: a ``Dockerfile`` and the staging directories of ``domains`` merged, which
+        the image holds under :data:`IMAGE_ROOT` (the docker environment builds it once per run, tagged by
+        its content hash, so an unchanged one is reused by later runs)."""
+        for domain in domains:
+            self.get(root, domain)
+        key = (root, domains)
+        with self._lock:
+            if key not in self._contexts:
+                assert self._base is not None
+                target = self._base / f"context-{len(self._contexts)}"
+                for domain in domains:
+                    shutil.copytree(self._dirs[(root, domain)], target / "taubench", dirs_exist_ok=True)
+                (target / "Dockerfile").write_text(DOCKERFILE, encoding="utf-8")
+                self._contexts[key] = target
+            return self._contexts[key]
 
     def get(self, root: Path, domain: str) -> Path:
         key = (root, domain)
@@ -160,12 +185,14 @@ class Staging:
         return target
 
 
-def env_paths(domain: str) -> dict[str, str]:
-    """Where the uploaded staging directory's parts are, relative to the environment's working directory."""
+def env_paths(domain: str, installed: bool = False) -> dict[str, str]:
+    """Where the runner and the data are in the environment (uploaded into the working directory, or
+    ``installed`` in the image), and where the request and the outputs go (the working directory)."""
+    root = IMAGE_ROOT if installed else ENV_ROOT
     return {
-        "root": ENV_ROOT,
-        "data_dir": f"{ENV_ROOT}/data/{domain}",
-        "guidelines_dir": f"{ENV_ROOT}/data/user_simulator",
+        "root": root,
+        "data_dir": f"{root}/data/{domain}",
+        "guidelines_dir": f"{root}/data/user_simulator",
         "request": f"{ENV_ROOT}/request.json",
         "trajectory": f"{ENV_ROOT}/trajectory.json",
         "evaluation": f"{ENV_ROOT}/evaluation.json",

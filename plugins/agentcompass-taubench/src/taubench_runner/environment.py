@@ -30,16 +30,17 @@ def has_text(message: Mapping[str, Any]) -> bool:
     return isinstance(content, str) and bool(content.strip())
 
 
-def dict_hash(data: Any) -> str:
+def dict_hash(data: Any, *, cached: bool = False) -> str:
     """tau2's ``get_dict_hash``: sha256 of ``json.dumps(data, sort_keys=True, default=str)``.
 
-    The JSON is assembled from the JSON of each top-level value, and of each entry of the large top-level
+    With ``cached`` (a process that hashes many databases of one domain, such as a test suite), the JSON is
+    assembled from the JSON of each top-level value, and of each entry of the large top-level
     dicts (a database's users, orders, flights), each found in a cache keyed by the entry's ``marshal`` bytes
     when it was serialised before: two environments of one task differ in a few entries only. ``marshal``
     encodes types (``1``, ``1.0`` and ``True`` differ) and order, so a hit is the same JSON; a miss is
     serialised afresh. The digest is the very string's, as upstream's.
     """
-    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+    if not cached or not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
     parts = []
     for key in sorted(data):
@@ -233,13 +234,33 @@ class Environment:
 
     # -- state -----------------------------------------------------------------------------------
 
+    #: Hash with :func:`dict_hash`'s cache (set by a process that hashes many databases of one domain).
+    cached_hashes = False
+
     def get_db_hash(self) -> str | None:
-        return dict_hash(self.tools.db) if self.tools.db is not None else None
+        return dict_hash(self.tools.db, cached=self.cached_hashes) if self.tools.db is not None else None
 
     def get_user_db_hash(self) -> str | None:
         if self.user_tools is None or self.user_tools.db is None:
             return None
-        return dict_hash(self.user_tools.db)
+        return dict_hash(self.user_tools.db, cached=self.cached_hashes)
+
+
+def same_data(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same JSON-like data, types and order included (their ``marshal`` bytes are
+    equal); False may also mean only that they were built differently."""
+    try:
+        return marshal.dumps(a) == marshal.dumps(b)
+    except ValueError:
+        return False
+
+
+def pair_hashes(a: Any, b: Any, *, cached: bool = False) -> tuple[str | None, str | None]:
+    """``(dict_hash(a), dict_hash(b))`` (None for None), serialising once when the two are the same data."""
+    first = dict_hash(a, cached=cached) if a is not None else None
+    if b is None:
+        return first, None
+    return first, first if a is not None and same_data(a, b) else dict_hash(b, cached=cached)
 
 
 def _loads(content: Any) -> Any:

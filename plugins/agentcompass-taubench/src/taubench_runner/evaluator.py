@@ -24,7 +24,7 @@ from typing import Any
 
 from taubench_runner import tasks as task_fields
 from taubench_runner.domains import DomainData
-from taubench_runner.environment import Environment, Message, has_text, is_tool_call
+from taubench_runner.environment import Environment, Message, has_text, is_tool_call, pair_hashes
 from taubench_runner.prompts import JUDGE_SYSTEM_PROMPT, judge_user_prompt
 
 STOPPED = ("user_stop", "agent_stop")
@@ -143,13 +143,17 @@ def environment_component(task: Mapping[str, Any], messages: Sequence[Message], 
     except Exception as exc:
         raise EvaluationError(f"replaying the trajectory failed: {exc}") from exc
     cached = data.gold_cache.get(task["id"])
-    if cached is None:
-        gold, gold_errors = gold_environment(task, data)
-        cached = data.gold_cache[task["id"]] = (gold.get_db_hash(), gold.get_user_db_hash(), gold_errors)
-    hashes = {
-        "gold_agent": cached[0], "gold_user": cached[1],
-        "predicted_agent": predicted.get_db_hash(), "predicted_user": predicted.get_user_db_hash(),
-    }
+    if cached is not None:
+        predicted_agent, predicted_user = predicted.get_db_hash(), predicted.get_user_db_hash()
+    else:
+        gold, errors = gold_environment(task, data)
+        predicted_agent, gold_agent = pair_hashes(predicted.tools.db, gold.tools.db, cached=data.cached_hashes)
+        predicted_user, gold_user = pair_hashes(
+            predicted.user_tools.db if predicted.user_tools is not None else None,
+            gold.user_tools.db if gold.user_tools is not None else None, cached=data.cached_hashes)
+        cached = data.gold_cache[task["id"]] = (gold_agent, gold_user, errors)
+    hashes = {"gold_agent": cached[0], "gold_user": cached[1], "predicted_agent": predicted_agent,
+              "predicted_user": predicted_user}
     gold_errors = cached[2]
     match = hashes["gold_agent"] == hashes["predicted_agent"] and hashes["gold_user"] == hashes["predicted_user"]
     db_reward = 1.0 if match else 0.0

@@ -48,6 +48,8 @@ class DomainData:
     #: What the evaluator learnt of a task's gold environment (its hashes), by task id: a process that scores
     #: several conversations of one task builds it once.
     gold_cache: dict[str, Any] = field(default_factory=dict)
+    #: Hash databases with a cache of serialised entries (see ``environment.dict_hash``).
+    cached_hashes: bool = False
     _frozen: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -71,7 +73,9 @@ class DomainData:
         if mod.USER_TOOLS is not None:
             user_tools = mod.USER_TOOLS(self._db(mod.USER_TOOLS, self.user_db_text))
         env_class = getattr(mod, "ENVIRONMENT", Environment)
-        return env_class(self.domain, self.policy, tools, user_tools)
+        env = env_class(self.domain, self.policy, tools, user_tools)
+        env.cached_hashes = self.cached_hashes
+        return env
 
     def _db(self, toolkit: Any, text: str | None) -> dict[str, Any] | None:
         """A fresh database: parsed (and validated unless trusted) the first time, then copied from its

@@ -1,0 +1,137 @@
+"""The taubench oracle through the real CLI: a whole domain, every task in its own environment.
+
+Workload: ``agentcompass run taubench oracle mock -b domain=retail --env docker -c 8`` — 114 tasks, each a
+container (from an image holding the runner and the retail data) that gets its request, replays the gold
+actions through the runner's orchestrator (no model) and is scored by the runner's evaluator in the same
+container.
+
+First, unless ``--no-floor``, the docker floor at this moment: as many containers as tasks, at the same
+concurrency, each given a request-sized write and two trivial ``python3`` execs (what a task costs the
+environment before the runner does anything), through the same provider. Then, per repetition: the wall
+time of the whole command (start-up, image checks, every task, teardown), tasks per second and wall time per
+task; the phases' median and p95 per task (prepare includes the container's start); the runner's own CPU
+time inside the environment per conversation step, for the conversation alone and for the whole ``oracle``
+process (loading the domain included); and the evaluator's CPU per task. Target on this machine's 2 cores:
+the retail domain in at most 30 s.
+
+The first run of a data version builds the image (tagged by content, reused afterwards): a one-task warm-up
+run does that before anything is measured.
+
+Usage: uv run python bench/taubench.py [--domain retail] [--env docker] [--concurrency 8] [--repeat 1]
+       [--no-floor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_SECONDS = 30.0
+TASKS = {"mock": 10, "airline": 50, "retail": 114}
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def docker_floor(n: int, concurrency: int) -> float:
+    """Seconds for ``n`` containers, ``concurrency`` at once, each: a 16 KB write, two ``python3 -c pass``."""
+    from agentcompass.runtime.types import EnvironmentSpec
+    from agentcompass_docker.provider import DockerProvider
+
+    provider, spec = DockerProvider(), EnvironmentSpec()
+    run_id = f"taubench-floor-{os.getpid()}"
+    await provider.setup([spec], run_id=run_id)
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with slots:
+            session = await provider.open(spec, run_id=run_id, task_id=f"t{i}", base_env={})
+            try:
+                await session.write_text("taubench/request.json", "x" * 16_000)
+                for _ in range(2):
+                    result = await session.exec(["python3", "-S", "-c", "pass"])
+                    assert result.returncode == 0, result
+            finally:
+                await provider.close(session)
+
+    start = time.perf_counter()
+    try:
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - start
+    finally:
+        await provider.teardown()
+
+
+def run_once(args: argparse.Namespace, out: Path, limit: int | None = None) -> float:
+    command = [sys.executable, "-m", "agentcompass.cli.main", "run", "taubench", "oracle", "mock",
+               "-b", f"domain={args.domain}", "--env", args.env, "-c", str(args.concurrency), "--json", "-o", str(out)]
+    if limit is not None:
+        command += ["-n", str(limit)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"the run failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    return wall
+
+
+def report(wall: float, out: Path) -> None:
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    n = len(records)
+    rewards = [r["metrics"].get("reward") for r in records]
+    phases = {p: [r["timings"].get(p, 0.0) for r in records] for p in ("prepare", "run", "evaluate", "total")}
+    runner = [r["artifacts"]["official_result"]["runner"] for r in records]
+    steps = sum(r["artifacts"]["official_result"]["steps"] for r in records)
+    conversation_cpu = sum(x["conversation_cpu_seconds"] for x in runner)
+    process_cpu = sum(x["cpu_seconds"] for x in runner)
+    evaluator_cpu = [r["artifacts"]["evaluation"]["evaluator"]["cpu_seconds"] for r in records]
+    print(f"  tasks: {n}, reward 1.0 on {sum(1 for x in rewards if x == 1.0)}, steps: {steps}")
+    print(f"  wall: {wall:.1f} s  ({n / wall:.2f} tasks/s, {wall / n * 1000:.0f} ms per task)  "
+          f"target <= {TARGET_SECONDS:.0f} s: {'met' if wall <= TARGET_SECONDS else 'NOT met'}")
+    for phase, values in phases.items():
+        print(f"  {phase:<9} per task: median {statistics.median(values) * 1000:6.0f} ms, "
+              f"p95 {quantile(values, 0.95) * 1000:6.0f} ms")
+    print(f"  runner CPU per conversation step: {conversation_cpu / steps * 1e6:.0f} us (conversation), "
+          f"{process_cpu / steps * 1000:.2f} ms (whole oracle process, loading included)")
+    print(f"  evaluator CPU per task: median {statistics.median(evaluator_cpu) * 1000:.0f} ms, "
+          f"p95 {quantile(evaluator_cpu, 0.95) * 1000:.0f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--domain", default="retail")
+    parser.add_argument("--env", default="docker")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--no-floor", action="store_true", help="skip the docker floor measurement")
+    args = parser.parse_args()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"taubench oracle bench: domain {args.domain}, env {args.env}, concurrency {args.concurrency}, "
+          f"{os.cpu_count()} CPUs, load average {load:.1f}")
+    with tempfile.TemporaryDirectory(prefix="taubench-bench-") as tmp:
+        run_once(args, Path(tmp) / "warm-up", limit=1)
+        if args.env == "docker" and not args.no_floor:
+            n = sum(TASKS.get(d.strip(), 0) for d in args.domain.split(","))
+            floor = asyncio.run(docker_floor(n, args.concurrency))
+            print(f"docker floor: {n} containers, a write and 2 trivial execs each: {floor:.1f} s "
+                  f"({floor / n * 1000:.0f} ms per container)")
+        for i in range(args.repeat):
+            out = Path(tmp) / f"run{i}"
+            wall = run_once(args, out)
+            print(f"repetition {i + 1}:")
+            report(wall, out)
+
+
+if __name__ == "__main__":
+    main()
