@@ -103,7 +103,7 @@ def test_a_database_that_does_not_match_the_data_model_is_a_usage_error_before_t
     (data_copy / "domains/mock/db.json").write_text(json.dumps(db))
     bench = TauBenchBenchmark(data_dir=str(data_copy))
     assert len(task_ids(bench, request(""))) == 10  # `tasks list` does not look at the databases
-    with pytest.raises(UsageError, match=r"does not match tau2's mock data model: 1 validation error for MockDB"):
+    with pytest.raises(UsageError, match=r"domains/mock/db.json does not match tau2.s mock data model: 1 validation error for MockDB"):
         task_ids(bench, request("oracle"))
 
 

@@ -1,7 +1,8 @@
 """The ``taubench`` benchmark: tau2-bench's mock, airline and retail domains, run and scored as tau2 does.
 
 * ``prepare_task`` uploads the staging directory (the stdlib runner package, the domain's policy and
-  databases, the user simulator's guidelines) into the task's environment and writes the request;
+  databases, the user simulator's guidelines) into the task's environment — under docker an image built once
+  holds them instead — and writes the request;
 * ``run_task`` execs ``python3 -m taubench_runner run``: the conversation between the agent (role ``agent``)
   and the user simulator (role ``user``), both reached through the run's model gateway;
   ``apply_reference_solution`` (the ``oracle`` harness) execs ``... oracle`` instead, which replays the gold
@@ -93,7 +94,8 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
     ``mock``), ``split`` (``base``, ``train``, ``test``; default ``base``), ``data_dir`` (another copy of tau2's
     ``data/tau2``), ``max_steps`` (200), ``max_errors`` (10), ``nl_assertions`` (``judge``, or ``exclude``
     to leave out the tasks whose reward needs the judge), ``user_temperature`` (0), ``timeout`` (seconds for
-    the runner; default: the run phase's), ``enforce_communication_protocol`` (false).
+    the runner; default: the run phase's), ``enforce_communication_protocol`` (false), ``bake`` (true: under
+    docker the runner and the data are built into the image).
     """
 
     name: ClassVar[str] = "taubench"

@@ -166,18 +166,17 @@ class Staging:
         data_dir.mkdir(parents=True)
         source = root / "domains" / domain
         shutil.copyfile(source / runner_domains.POLICY_FILE, data_dir / runner_domains.POLICY_FILE)
-        for name in runner_domains.db_files(domain):
-            _read_json(source / name)  # a JSON error names the file
-        try:
-            normalized = runner_domains.normalized_db_text(domain, str(source))
-        except records.ValidationError as exc:
-            first = str(exc).splitlines()
-            raise UsageError(
-                f"taubench data: a database of {source} does not match tau2's {domain} data model: "
-                f"{first[0]}: {' '.join(s.strip() for s in first[1:3])}"
-            ) from None
-        for name, text in normalized.items():
-            (data_dir / name).write_text(text, encoding="utf-8")
+        for name, model in runner_domains.db_models(domain).items():
+            raw = _read_json(source / name)  # a JSON error names the file
+            try:
+                normalized = model.validate(raw)
+            except records.ValidationError as exc:
+                lines = str(exc).splitlines()
+                raise UsageError(
+                    f"taubench data: {source / name} does not match tau2's {domain} data model: "
+                    f"{lines[0]}: {' '.join(line.strip() for line in lines[1:3])}"
+                ) from None
+            (data_dir / name).write_text(json.dumps(normalized), encoding="utf-8")
         guidelines = target / "data" / "user_simulator"
         guidelines.mkdir(parents=True)
         for name in GUIDELINE_FILES:

@@ -92,14 +92,19 @@ class DomainData:
         return data
 
 
+def db_models(domain: str) -> dict[str, Any]:
+    """``{file name: records.Model}`` of a domain's databases."""
+    mod = module(domain)
+    return {name: toolkit.db_model() for toolkit, name in ((mod.AGENT_TOOLS, mod.DB_FILE),
+                                                           (mod.USER_TOOLS, mod.USER_DB_FILE))
+            if toolkit is not None and name}
+
+
 def normalized_db_text(domain: str, directory: str) -> dict[str, str]:
     """Every database file of a domain validated into its records and dumped again (what ``trusted`` loads)."""
-    mod = module(domain)
     out = {}
-    for toolkit, name in ((mod.AGENT_TOOLS, mod.DB_FILE), (mod.USER_TOOLS, mod.USER_DB_FILE)):
-        if toolkit is None or not name:
-            continue
+    for name, model in db_models(domain).items():
         with open(os.path.join(directory, name), encoding="utf-8") as fh:
             data = json.load(fh)
-        out[name] = json.dumps(toolkit.db_model().validate(data))
+        out[name] = json.dumps(model.validate(data))
     return out
