@@ -14,21 +14,13 @@ import pytest
 import tb_support as s
 from agentcompass.testing import LoopbackOpenAI
 
+from tests.docker.engine_check import require_engine
+
 SCRIPTED = ("mock/create_task_1", "mock/update_task_1", "mock/impossible_task_1", "airline/14", "retail/2",
             "retail/5")
 DOCKER_SCRIPTED = ("mock/create_task_1", "airline/14", "retail/2")
 #: Tasks whose gold path writes nothing: a wrong argument in "the last write" changes nothing there.
 NO_WRITES = {"mock/impossible_task_1"}
-
-
-def docker_available() -> bool:
-    try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-needs_docker = pytest.mark.skipif(not docker_available(), reason="no Docker engine (../shared/ci/docker-up.sh)")
 
 
 def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -128,8 +120,8 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path):
 
 @pytest.mark.docker
 @pytest.mark.slow
-@needs_docker
 def test_a_scripted_conversation_scores_1_and_a_wrong_argument_0_in_docker(tmp_path: Path):
+    require_engine()
     summary, results, run_dir = scripted_run(tmp_path, "docker", DOCKER_SCRIPTED, rescore=True)
     check_scripted(summary, results, run_dir, DOCKER_SCRIPTED)
     _, wrong, _ = scripted_run(tmp_path, "docker", DOCKER_SCRIPTED, wrong=True)
@@ -137,8 +129,8 @@ def test_a_scripted_conversation_scores_1_and_a_wrong_argument_0_in_docker(tmp_p
 
 
 @pytest.mark.docker
-@needs_docker
 def test_oracle_in_docker(tmp_path: Path):
+    require_engine()
     proc = cli("run", "taubench", "oracle", "mock", "--env", "docker", "--json", "-o", str(tmp_path / "o"),
                cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
