@@ -6,13 +6,14 @@ actions through the runner's orchestrator (no model) and is scored by the runner
 container.
 
 First, unless ``--no-floor``, the docker floor at this moment: as many containers as tasks, at the same
-concurrency, each given a request-sized write and two trivial ``python3`` execs (what a task costs the
-environment before the runner does anything), through the same provider. Then, per repetition: the wall
-time of the whole command (start-up, image checks, every task, teardown), tasks per second and wall time per
-task; the phases' median and p95 per task (prepare includes the container's start); the runner's own CPU
-time inside the environment per conversation step, for the conversation alone and for the whole ``oracle``
-process (loading the domain included); and the evaluator's CPU per task. Target on this machine's 2 cores:
-the retail domain in at most 30 s.
+concurrency, each with the model gateway's forwarder, given a request-sized write and two trivial ``python3``
+execs (what a task costs the environment before the runner does anything), through the same provider.
+
+Then, per repetition: the wall time of the whole command (start-up, image checks, every task, teardown),
+tasks per second and wall time per task; the phases' median and p95 per task (prepare includes the
+container's start); the runner's own CPU time inside the environment per conversation step, for the
+conversation alone and for the whole ``oracle`` process (loading the domain included); and the evaluator's
+CPU per task. Target on this machine's 2 cores: the retail domain in at most 30 s.
 
 The first run of a data version builds the image (tagged by content, reused afterwards): a one-task warm-up
 run does that before anything is measured.
@@ -27,6 +28,8 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -44,13 +47,20 @@ def quantile(values: list[float], q: float) -> float:
 
 
 async def docker_floor(n: int, concurrency: int) -> float:
-    """Seconds for ``n`` containers, ``concurrency`` at once, each: a 16 KB write, two ``python3 -c pass``."""
+    """Seconds for ``n`` containers, ``concurrency`` at once, each: a 16 KB write, two ``python3 -c pass``;
+    with a model-gateway socket, so every container also starts the gateway's forwarder, as in a run."""
     from agentcompass.runtime.types import EnvironmentSpec
     from agentcompass_docker.provider import DockerProvider
 
     provider, spec = DockerProvider(), EnvironmentSpec()
     run_id = f"taubench-floor-{os.getpid()}"
     await provider.setup([spec], run_id=run_id)
+    directory = tempfile.mkdtemp(prefix="taubench-floor-")
+    gateway = socket.socket(socket.AF_UNIX)
+    gateway.bind(os.path.join(directory, "gateway.sock"))
+    gateway.listen()
+    os.chmod(os.path.join(directory, "gateway.sock"), 0o777)
+    provider.gateway_address(host="127.0.0.1", port=8765, unix_socket=os.path.join(directory, "gateway.sock"))
     slots = asyncio.Semaphore(concurrency)
 
     async def one(i: int) -> None:
@@ -70,6 +80,8 @@ async def docker_floor(n: int, concurrency: int) -> float:
         return time.perf_counter() - start
     finally:
         await provider.teardown()
+        gateway.close()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def run_once(args: argparse.Namespace, out: Path, limit: int | None = None) -> float:
@@ -124,7 +136,8 @@ def main() -> None:
         if args.env == "docker" and not args.no_floor:
             n = sum(TASKS.get(d.strip(), 0) for d in args.domain.split(","))
             floor = asyncio.run(docker_floor(n, args.concurrency))
-            print(f"docker floor: {n} containers, a write and 2 trivial execs each: {floor:.1f} s "
+            print(f"docker floor: {n} containers with the gateway's forwarder, a write and 2 trivial execs each: "
+                  f"{floor:.1f} s "
                   f"({floor / n * 1000:.0f} ms per container)")
         for i in range(args.repeat):
             out = Path(tmp) / f"run{i}"
