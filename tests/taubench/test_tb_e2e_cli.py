@@ -137,3 +137,13 @@ def test_oracle_in_docker(tmp_path: Path):
     results = records(tmp_path / "o")
     expected = {f"mock/{t}": 0.0 if f"mock/{t}" in s.ORACLE_EXCEPTIONS else 1.0 for t in s.tasks("mock")}
     assert {t: r["metrics"]["reward"] for t, r in results.items()} == expected
+
+
+@pytest.mark.docker
+def test_docker_without_the_image_uploads_the_runner(tmp_path: Path):
+    require_engine()
+    proc = cli("run", "taubench", "oracle", "mock", "--env", "docker", "-b", "domain=airline", "-b", "bake=false",
+               "-t", "airline/14", "-t", "airline/3", "--json", "-o", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    results = records(tmp_path / "o")
+    assert {t: r["metrics"]["reward"] for t, r in results.items()} == {"airline/14": 1.0, "airline/3": 1.0}
