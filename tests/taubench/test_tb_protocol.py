@@ -171,7 +171,7 @@ def test_a_model_error_ends_the_runner_with_status_3_and_the_conversation_so_far
         proc, out = s.run_runner(tmp_path, "run", s.request_for("retail", RETAIL), env=server.env())
     assert proc.returncode == 3
     assert "context too long" in proc.stderr
-    assert out["termination_reason"] is None and "context too long" in out["error"]
+    assert out["termination_reason"] == "infrastructure_error" and "context too long" in out["error"]
     assert [m["role"] for m in out["messages"]] == ["assistant", "user"]
 
 
@@ -185,7 +185,7 @@ def test_a_message_tau2_cannot_take_ends_the_runner_with_status_4(tmp_path: Path
     proc, out = run(tmp_path, Roles([answer], [text("hi")]))
     assert proc.returncode == 4, proc.stderr
     assert "tau2 fails such a simulation" in proc.stderr
-    assert out["error"]
+    assert out["error"] and out["termination_reason"] == "infrastructure_error"
 
 
 def test_oracle_and_evaluate_commands(tmp_path: Path):

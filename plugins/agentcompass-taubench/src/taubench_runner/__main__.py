@@ -165,8 +165,9 @@ def converse(request: Mapping[str, Any], mode: str) -> tuple[dict[str, Any], int
         out.update(orchestrator.run())
     except (ModelCallError, ProtocolError) as exc:
         status = EXIT_MODEL_ERROR if isinstance(exc, ModelCallError) else EXIT_PROTOCOL_ERROR
-        out.update(termination_reason=None, messages=orchestrator.trajectory, steps=orchestrator.step_count,
-                   num_errors=orchestrator.num_errors, error=str(exc))
+        # tau2 records a simulation that failed this way (after its retries) as an infrastructure error
+        out.update(termination_reason="infrastructure_error", messages=orchestrator.trajectory,
+                   steps=orchestrator.step_count, num_errors=orchestrator.num_errors, error=str(exc))
     agent_texts = [m["content"] for m in out["messages"] if m.get("role") == "assistant" and m.get("content")]
     out["final_answer"] = agent_texts[-1] if agent_texts else None
     out["model_calls"] = dict(client.calls) if client is not None else {}
