@@ -25,13 +25,10 @@ from agentcompass.runtime import (
     EnvironmentProvider,
     EnvironmentSession,
     ExecResult,
-    HarnessFreeBenchmark,
-    PreparedTask,
     RunResult,
     TaskSpec,
     TaskStatus,
 )
-from agentcompass.runtime.metrics import make_metric_contract
 from agentcompass.testing import (
     DELIBERATE_ERROR,
     LoopbackOpenAI,
@@ -63,48 +60,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # -- the README's squares benchmark, and broken variants ---------------------------------------------------
 
-RUNNER = """
-import argparse, json
-p = argparse.ArgumentParser(); p.add_argument("cmd"); p.add_argument("--request"); p.add_argument("--output")
-a = p.parse_args()
-n = json.load(open(a.request))["n"]
-json.dump({"final_answer": str(n * n), "reward": 1.0 if n % 2 == 0 else 0.0}, open(a.output, "w"))
-"""
-
-
-class SquaresBenchmark(HarnessFreeBenchmark):
-    name = "squares"
-    evaluation_environment_mode = "reuse"
-    metric_contract = make_metric_contract(primary="score", scalar=("score",), labels={"score": "Reward"})
-
-    def load_tasks(self, req):
-        return [TaskSpec(task_id=f"sq{n}", category="even" if n % 2 == 0 else "odd", data={"n": n})
-                for n in range(4)]
-
-    async def prepare_task(self, task, req, plan, env=None):
-        await env.write_text("squares_runner/__init__.py", "")
-        await env.write_text("squares_runner/runner.py", RUNNER)
-        await env.write_text("request.json", json.dumps(dict(task.data)))
-        return PreparedTask(task_id=task.task_id, metadata={"official_runner": {
-            "request_path": "request.json", "result_path": "result.json", "timeout_seconds": 30}})
-
-    async def run_task(self, task, prepared, req, plan, env=None):
-        runner = prepared.metadata["official_runner"]
-        execution = await env.exec(["python3", "-m", "squares_runner.runner", "run", "--request",
-                                    runner["request_path"], "--output", runner["result_path"]],
-                                   timeout=runner["timeout_seconds"])
-        if execution.returncode != 0 or execution.timed_out:
-            return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.RUN_ERROR,
-                             error=(execution.stderr or execution.stdout).strip() or "runner failed")
-        payload = json.loads(await env.read_text(runner["result_path"]))
-        return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
-                         final_answer=payload.get("final_answer"), artifacts={"official_result": payload})
-
-    async def evaluate(self, task, prepared, result, req, plan, env=None):
-        if result.status != TaskStatus.COMPLETED or result.error:
-            return replace(result, metrics={})
-        return replace(result, metrics={"score": float(result.artifacts["official_result"]["reward"])})
-
+from tests.support.squares_plugin import SquaresBenchmark  # noqa: E402  (the README's plugin)
 
 SQUARE_SCORES = {"sq0": 1.0, "sq1": 0.0, "sq2": 1.0, "sq3": 0.0}
 
@@ -649,25 +605,11 @@ def test_a_plugin_authors_suite_uses_the_fixtures(pytester: pytest.Pytester):
     """A third-party plugin's tests with nothing but the installed kit: the README's "Testing a plugin" file,
     verbatim, against the README's squares plugin (registered by overriding ``agentcompass_host``, as if its
     entry point were installed)."""
-    source = (ROOT / "tests" / "core" / "test_testing_kit.py").read_text()
-    squares = source[source.index("RUNNER = "):source.index("SQUARE_SCORES = ")]
-    header = textwrap.dedent("""
-        import json
-        from dataclasses import replace
-
-        from agentcompass import hookimpl
-        from agentcompass.runtime import HarnessFreeBenchmark, PreparedTask, RunResult, TaskSpec, TaskStatus
-        from agentcompass.runtime.metrics import make_metric_contract
-    """)
-    footer = textwrap.dedent("""
-        @hookimpl
-        def register_benchmarks(register):
-            register("squares", SquaresBenchmark)
-    """)
+    plugin = (ROOT / "tests" / "support" / "squares_plugin.py").read_text()  # the README's plugin module
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Testing a plugin"):]
     test_file = section[section.index("```python\n") + len("```python\n"):section.index("```\n\n")]
-    pytester.makepyfile(agentcompass_squares=header + squares + footer, test_squares=test_file)
+    pytester.makepyfile(agentcompass_squares=plugin, test_squares=test_file)
     pytester.makeconftest(textwrap.dedent("""
         import pytest
         from agentcompass.plugins import load_plugins
