@@ -75,6 +75,7 @@ def test_a_damaged_result_line_is_skipped_with_a_warning_and_its_task_runs_again
     resumed = run_cli_subprocess("run", "--resume", str(run_dir), "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming: 3/4 tasks" in resumed.stderr  # the damaged line was not counted
+    assert "results.jsonl:2:" in resumed.stderr and "skipped" in resumed.stderr  # and the user is told
     summary = json.loads(resumed.stdout)
     assert summary["status_counts"] == {"COMPLETED": 4}
     valid = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_bytes().splitlines()

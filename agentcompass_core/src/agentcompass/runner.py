@@ -96,6 +96,8 @@ class Runner:
     on_signal: Callable[[str, int], None] | None = None
     #: Request fields the user gave explicitly (the CLI says which): on resume they override the saved ones.
     given: frozenset[str] = frozenset()
+    #: Told of every damaged line the run directory's records had (file and line), as they are skipped.
+    on_warning: Callable[[str], None] | None = None
     #: ``agentcompass evaluate``: the run directory whose recorded results are scored again (into ``run_dir``).
     rescore_from: Path | None = None
 
@@ -197,6 +199,8 @@ class Runner:
             attempts_used = store.attempt_counts() if self.resume else {}
             for warning in [*store.warnings, *(source.store.warnings if source else ())]:
                 log.warning("results.damaged_line", detail=warning)
+                if self.on_warning is not None:
+                    self.on_warning(warning)
             if source is not None:
                 by_id = {t.task_id: t for t in tasks}
                 work = [(by_id[tid], trial) for tid, trial in source.records]

@@ -46,7 +46,8 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
                          **overrides)
     progress = Progress(enabled=True)
     runner = Runner(plugin_host(ctx), request, run_dir=output, rescore_from=run_dir, on_result=progress.task_done,
-                    on_start=progress.start, given=frozenset(overrides))
+                    on_start=progress.start, given=frozenset(overrides),
+                    on_warning=lambda w: click.echo(f"warning: {w}", err=True))
     with cli_errors():
         outcome = asyncio.run(runner.run())
     progress.stop()

@@ -170,7 +170,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
 
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None,
                     on_result=progress.task_done, on_start=progress.start, on_signal=on_signal,
-                    given=given_options(ctx))
+                    given=given_options(ctx), on_warning=lambda w: click.echo(f"warning: {w}", err=True))
     with cli_errors():
         try:
             outcome = asyncio.run(runner.run())
