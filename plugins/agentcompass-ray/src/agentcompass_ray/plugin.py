@@ -1,0 +1,1 @@
+"""Entry point of agentcompass-ray (hooks are added as the plugin is built)."""

@@ -1,0 +1,1 @@
+"""agentcompass-report."""
