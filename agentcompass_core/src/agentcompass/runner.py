@@ -34,7 +34,7 @@ from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
 from agentcompass.logging import make_run_logger
-from agentcompass.models.gateway import ModelGateway, prune_socket_dirs
+from agentcompass.models.gateway import ModelGateway, is_loopback, prune_socket_dirs
 from agentcompass.models.roles import GatewayModelAccess, build_clients, model_ids, spent_usd
 from agentcompass.plugins import PluginHost
 from agentcompass.redaction import Redactor
@@ -54,6 +54,7 @@ from agentcompass.runtime.executor import AttemptSpec, ExecutionContext
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.records import RunInfo, RunPlan, RunSummary, TaskEvent
+from agentcompass.runtime.remote import scrub_request
 from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
 
@@ -76,7 +77,7 @@ class RunOutcome:
 #: Fields a resumed run may change: how it is scheduled and connected, never what defines its tasks or scores.
 RESUMABLE_FIELDS = (
     "concurrency", "max_environments", "retries", "max_retries", "max_connections", "request_timeout",
-    "executor", "executor_args",
+    "executor", "executor_args", "gateway_host",
 )
 
 
@@ -137,7 +138,11 @@ class Runner:
             tasks = source.check(resolved.benchmark, tasks)
         all_specs = environment_specs(resolved.benchmark, req, tasks)
         clients = build_clients(self.host, req)
+        executor = resolved.executor
         try:
+            # Before anything is written: an executor that cannot run this here says so now.
+            secrets = [s for c in set(clients.values()) for s in c.secrets]
+            await executor.check(scrub_request(req, secrets), list({id(s): s for s in all_specs.values()}.values()))
             redactor = Redactor()
             for client in set(clients.values()):
                 redactor.add(*client.secrets)
@@ -152,6 +157,8 @@ class Runner:
             finally:
                 store.close()
         finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(executor.close())
             for client in set(clients.values()):
                 with contextlib.suppress(Exception):
                     await client.aclose()
@@ -211,16 +218,22 @@ class Runner:
             provider = resolved.provider
             if self.resume:
                 prune_socket_dirs(req.run_id)  # what a killed earlier part of this run left
-            gateway = ModelGateway(model_ids(req), run_id=req.run_id)
+            gateway = ModelGateway(model_ids(req), run_id=req.run_id, host=req.gateway_host)
+            remote = resolved.executor.remote  # environments open on the workers, not here
             access: GatewayModelAccess | None = None
             context: ExecutionContext | None = None
             try:
                 await gateway.start()
+                if not is_loopback(req.gateway_host):
+                    log.warning("gateway.exposed", host=req.gateway_host, port=gateway.port)
                 specs = {t.task_id: all_specs[t.task_id] for t, _ in todo}
-                await provider.setup(list({id(s): s for s in specs.values()}.values()), run_id=req.run_id)
-                base_url, gateway_env = provider.gateway_address(
-                    host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
-                )
+                if remote:
+                    base_url, gateway_env = gateway.base_url, {}
+                else:
+                    await provider.setup(list({id(s): s for s in specs.values()}.values()), run_id=req.run_id)
+                    base_url, gateway_env = provider.gateway_address(
+                        host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
+                    )
                 access = GatewayModelAccess(clients, gateway, base_url, request=req)
                 access.budget.add_cost(spent_usd(finished.values()))  # a resume carries what was spent
                 context = ExecutionContext(
@@ -229,6 +242,8 @@ class Runner:
                     environment_slots=asyncio.Semaphore(req.max_environments) if req.max_environments else None,
                     on_transition=self._transition_observer(req, log),
                     source_artifacts=source.store.artifacts_dir if source else None,
+                    gateway_host=gateway.host, gateway_port=gateway.port,
+                    secrets=frozenset(s for c in clients.values() for s in c.secrets),
                 )
                 queue = AttemptQueue(
                     request=req, store=store, host=self.host, log=log, timeouts=phase_timeouts(req),
@@ -264,8 +279,9 @@ class Runner:
                     for session in list(context.live_sessions):
                         with contextlib.suppress(BaseException):
                             await asyncio.shield(provider.close(session))
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(provider.teardown())
+                if not remote:
+                    with contextlib.suppress(BaseException):
+                        await asyncio.shield(provider.teardown())
                 with contextlib.suppress(BaseException):
                     await gateway.stop()
             summary = build_summary(

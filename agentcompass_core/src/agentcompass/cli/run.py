@@ -30,6 +30,9 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
     ("model_args", ("--model-arg", "-m"), {"help": "Generation setting or option of the agent's model."}),
     ("executor", ("--executor",), {"help": "Where attempts run (see 'agentcompass plugins list')."}),
     ("executor_args", ("--executor-arg",), {"help": "Option for the executor."}),
+    ("gateway_host", ("--gateway-host",),
+     {"help": "Address the model gateway listens on; a non-loopback one (0.0.0.0) lets workers on other "
+              "machines reach it (--executor ray), with per-attempt tokens."}),
     ("trials", ("--trials",), {"type": int, "help": "Runs of each task; with --resume, more extends a run."}),
     ("seed", ("--seed",), {"type": int, "help": "The run's seed (default: a fresh one, recorded in run.json)."}),
     ("concurrency", ("--concurrency", "-c"), {"type": int, "help": "Tasks run at once."}),

@@ -1,6 +1,7 @@
 """The run's model gateway: an OpenAI-compatible HTTP endpoint for code running inside environments.
 
-It listens on loopback TCP and on a Unix socket (which isolated environments mount). Each task attempt gets
+It listens on loopback TCP (or on the address ``--gateway-host`` names, for a remote executor's workers on
+other machines) and on a Unix socket (which isolated environments mount). Each task attempt gets
 its own bearer token, valid only while the attempt runs; provider credentials stay in this process. Every
 call goes through the attempt's metered clients, so it lands in the trajectory like an in-process call.
 
@@ -43,6 +44,10 @@ PASSTHROUGH_PARAMS = (
 )
 
 
+#: A request header a remote worker's in-process client sets (``client``) so its calls are recorded as
+#: in-process calls, as they would be with the local executor.
+VIA_HEADER = "X-AgentCompass-Via"
+
 #: The gateway's Unix socket lives in a directory named ``<prefix><run id>-XXXX`` in the temp directory.
 SOCKET_DIR_PREFIX = "agentcompass-gw-"
 
@@ -59,6 +64,9 @@ class Grant:
 
     clients: dict[str, MeteredModel]
     model_ids: dict[str, str]
+    #: The same clients, recording their calls as in-process ones (``via: client``): what a remote worker's
+    #: Python harness or benchmark calls through the gateway (it says so with :data:`VIA_HEADER`).
+    direct: dict[str, MeteredModel] = attrs.field(factory=dict)
 
 
 @attrs.define
@@ -121,7 +129,8 @@ class ModelGateway:
             self._redactor.add(*getattr(client, "secrets", ()))
         meter.redactor = self._redactor
         metered = {role: MeteredModel(client, role, meter, via="gateway") for role, client in clients.items()}
-        self._grants[token] = Grant(metered, {r: self.model_ids[r] for r in clients})
+        direct = {role: MeteredModel(client, role, meter) for role, client in clients.items()}
+        self._grants[token] = Grant(metered, {r: self.model_ids[r] for r in clients}, direct)
         endpoints = {
             role: ModelEndpoint(base_url=base_url, api_key=token, model=self.model_ids[role]) for role in clients
         }
@@ -175,7 +184,9 @@ class ModelGateway:
         params = {k: body[k] for k in PASSTHROUGH_PARAMS if k in body}
         mask = self._redactor.text
         try:
-            response = await grant.clients[role].chat(body["messages"], tools=body.get("tools"), **params)
+            via_client = request.headers.get(VIA_HEADER, "") == "client" and role in grant.direct
+            client = grant.direct[role] if via_client else grant.clients[role]
+            response = await client.chat(body["messages"], tools=body.get("tools"), **params)
         except ModelError as exc:
             status = exc.status or 502
             # The provider retried already (or the error is final): a client retrying would multiply it.
@@ -228,6 +239,18 @@ class ModelGateway:
         await stream.write(b"data: [DONE]\n\n")
         await stream.write_eof()
         return stream
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is a loopback address or name (the gateway is then reachable from this machine only)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _socket_base() -> Path:

@@ -8,6 +8,11 @@ each through the ordinary lifecycle (:func:`run_attempt`), wherever it likes.
 The default, ``local``, is :class:`LocalExecutor`: ``request.concurrency`` asyncio workers in this process.
 Register others with the ``register_executors`` hook and select them with ``--executor NAME``.
 
+An executor that runs attempts on other machines sets ``remote = True``: the runner then leaves the
+environment provider to the workers, and each attempt crosses over as plain data through
+:mod:`agentcompass.runtime.remote` (:meth:`ExecutionContext.grant_remote` on this side, ``AttemptWorker`` on
+the other), its model calls metered here through the gateway.
+
 A wrapping executor, e.g. one that counts attempts::
 
     class Counting(Executor):
@@ -48,6 +53,7 @@ if TYPE_CHECKING:
     from agentcompass.runtime.benchmark import BaseBenchmark
     from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
     from agentcompass.runtime.harness import BaseHarness
+    from agentcompass.runtime.remote import RemoteGrant
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,19 @@ class ExecutionContext:
     source_artifacts: Callable[[str, int, int], Path] | None = None
     #: Sessions open right now, closed by the runner's teardown if an attempt could not close them.
     live_sessions: set[EnvironmentSession] = attrs.field(factory=set)
+    #: Where the run's model gateway listens (``--gateway-host``) and its port, for remote workers.
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 0
+    #: The run's provider secrets: masked out of whatever a remote executor sends elsewhere.
+    secrets: frozenset[str] = frozenset()
+
+    def grant_remote(self, spec: AttemptSpec, gateway_url: str) -> RemoteGrant:
+        """Grant ``spec`` its models for a worker elsewhere, which reaches the gateway at ``gateway_url``:
+        the :class:`~agentcompass.runtime.remote.RemoteGrant` holds what to send (no secret) and turns what
+        comes back into the outcome to report."""
+        from agentcompass.runtime.remote import grant_remote
+
+        return grant_remote(self, spec, gateway_url)
 
 
 async def run_attempt(context: ExecutionContext, spec: AttemptSpec) -> AttemptOutcome:
@@ -165,6 +184,9 @@ class Executor(abc.ABC):
     ``--executor-arg`` options and used for one run."""
 
     name: ClassVar[str] = ""
+    #: Attempts run on other machines: the runner does not set up the environment provider here, and the
+    #: executor sends each attempt over with :meth:`ExecutionContext.grant_remote`.
+    remote: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
         """``options`` come from ``--executor-arg key=value``; reject unknown ones with
@@ -182,6 +204,15 @@ class Executor(abc.ABC):
         When cancelled (Ctrl-C), cancel the attempts in flight, wait until their environments are closed, and
         let the cancellation propagate; the runner records those attempts as cancelled.
         """
+
+    async def check(self, request: RunRequest, environments: list[EnvironmentSpec]) -> None:  # noqa: B027
+        """Called before the run directory is written: raise :class:`~agentcompass.errors.UsageError` when the
+        run cannot work here (e.g. a worker lacks a plugin the run needs). ``request``: the run's request
+        without anything secret (:func:`~agentcompass.runtime.remote.scrub_request`); ``environments``: the
+        specs the run's attempts will open. The default checks nothing."""
+
+    async def close(self) -> None:  # noqa: B027
+        """Called once after the run (or a failed :meth:`check`): release what :meth:`check` acquired."""
 
 
 class LocalExecutor(Executor):

@@ -157,6 +157,10 @@ class RunRequest:
     #: The run's seed (``--seed``); every (task, trial) gets its own seed derived from it. The runner records
     #: the one it chose when none was given, so a resume and another machine reproduce the same seeds.
     seed: int | None = None
+    #: The address the run's model gateway listens on (``--gateway-host``). Loopback by default; a remote
+    #: executor whose workers run on other machines needs an address they can reach (``0.0.0.0`` or this
+    #: machine's), which exposes the gateway's per-attempt-token endpoint to that network.
+    gateway_host: str = "127.0.0.1"
 
 
 @dataclass(frozen=True)
