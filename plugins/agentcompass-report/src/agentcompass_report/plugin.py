@@ -1,1 +1,137 @@
-"""Entry point of agentcompass-report (hooks are added as the plugin is built)."""
+"""Entry point of agentcompass-report: the ``report`` and ``view`` commands (``register_commands``).
+
+Imports stay inside the commands, so that every start of ``agentcompass`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from agentcompass import hookimpl
+
+#: Exit status of bad input (a missing or damaged run directory, a bad option), as the core's commands use.
+USAGE_EXIT = 2
+
+
+class ReportError(click.ClickException):
+    """One line on stderr, no traceback."""
+
+    exit_code = USAGE_EXIT
+
+    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+def _redactor(paths: tuple[Path, ...], secrets_env: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    import json
+    import os
+
+    from agentcompass_report.secrets import make_redactor
+
+    requests = []
+    for p in paths:
+        try:
+            requests.append(json.loads((p / "run.json").read_text(encoding="utf-8")).get("request") or {})
+        except (OSError, ValueError, AttributeError):
+            continue  # opening the run reports what is wrong with it
+    missing = [name for name in secrets_env if not os.environ.get(name)]
+    if missing:
+        raise ReportError(f"--secret-env names {', '.join('$' + m for m in missing)}, which is not set")
+    return make_redactor(requests, extra=[os.environ[name] for name in secrets_env])
+
+
+_SECRET_ENV = click.option(
+    "--secret-env", "secrets_env", multiple=True, metavar="VAR",
+    help="Also mask the value of this environment variable (repeatable). Keys in *_API_KEY/*_TOKEN variables "
+         "and the credentials file are masked anyway.")
+
+
+@click.command("report")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Where to write the page (default RUN_DIR/report.html).")
+@click.option("--max-text", type=click.IntRange(min=100), default=None,
+              help="Characters kept of each message in a trajectory (default 4000).")
+@click.option("--max-trajectory", type=click.IntRange(min=1000), default=None,
+              help="Characters kept of each task's trajectory (default 60000).")
+@_SECRET_ENV
+def report_command(run_dirs: tuple[Path, ...], output: Path | None, max_text: int | None,
+                   max_trajectory: int | None, secrets_env: tuple[str, ...]) -> None:
+    """Write one self-contained HTML page of RUN_DIR (several: compared with the first).
+
+    The page needs no network: open it in any browser. Long trajectories are cut to fit (the page says what).
+    """
+    import dataclasses
+
+    from agentcompass.errors import AgentCompassError
+
+    from agentcompass_report.conversation import REPORT_CAPS
+    from agentcompass_report.report import build_report
+
+    caps = dataclasses.replace(REPORT_CAPS, **{k: v for k, v in (("text", max_text), ("total", max_trajectory))
+                                               if v is not None})
+    redactor = _redactor(run_dirs, secrets_env)
+    try:
+        html, warnings = build_report(run_dirs, redactor, caps)
+    except AgentCompassError as exc:
+        raise ReportError(str(exc)) from None
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    target = output or run_dirs[0] / "report.html"
+    try:
+        target.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"cannot write {target}: {exc.strerror or exc}; choose another --output") from None
+    click.echo(f"wrote {target} ({len(html.encode('utf-8')) / 1e6:.1f} MB); open it in a browser")
+
+
+@click.command("view")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback only, "
+              "unless --allow-remote).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port (default: a free one).")
+@click.option("--allow-remote", is_flag=True, help="Allow a --host that is not a loopback address.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
+@_SECRET_ENV
+def view_command(run_dirs: tuple[Path, ...], host: str, port: int, allow_remote: bool, open_browser: bool,
+                 secrets_env: tuple[str, ...]) -> None:
+    """Serve the page of RUN_DIR on this machine, refreshed as results arrive (during a run too).
+
+    Stop with Ctrl-C.
+    """
+    import asyncio
+    import contextlib
+
+    from agentcompass.errors import AgentCompassError
+
+    from agentcompass_report.server import ViewState, check_host, open_runs, serve
+
+    try:
+        check_host(host, allow_remote)
+        runs = open_runs(run_dirs)
+    except AgentCompassError as exc:
+        raise ReportError(str(exc)) from None
+    redactor = _redactor(run_dirs, secrets_env)
+
+    def ready(url: str) -> None:
+        click.echo(f"serving {', '.join(str(p) for p in run_dirs)} at {url} (Ctrl-C to stop)", err=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    async def main() -> None:
+        await serve(ViewState(runs, redactor), host, port, ready)
+
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+    except OSError as exc:
+        raise ReportError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from None
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    cli.add_command(report_command)
+    cli.add_command(view_command)
