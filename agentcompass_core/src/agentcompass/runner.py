@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -142,7 +142,8 @@ class Runner:
         try:
             # Before anything is written: an executor that cannot run this here says so now.
             secrets = [s for c in set(clients.values()) for s in c.secrets]
-            await executor.check(scrub_request(req, secrets), list({id(s): s for s in all_specs.values()}.values()))
+            await executor.check(scrub_request(req, secrets), list({id(s): s for s in all_specs.values()}.values()),
+                                 secrets=secrets)
             redactor = Redactor()
             for client in set(clients.values()):
                 redactor.add(*client.secrets)
@@ -227,8 +228,9 @@ class Runner:
                 if not is_loopback(req.gateway_host):
                     log.warning("gateway.exposed", host=req.gateway_host, port=gateway.port)
                 specs = {t.task_id: all_specs[t.task_id] for t, _ in todo}
+                gateway_env: Mapping[str, str] = {}
                 if remote:
-                    base_url, gateway_env = gateway.base_url, {}
+                    base_url = gateway.base_url
                 else:
                     await provider.setup(list({id(s): s for s in specs.values()}.values()), run_id=req.run_id)
                     base_url, gateway_env = provider.gateway_address(

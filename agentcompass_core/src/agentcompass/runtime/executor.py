@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -205,11 +205,13 @@ class Executor(abc.ABC):
         let the cancellation propagate; the runner records those attempts as cancelled.
         """
 
-    async def check(self, request: RunRequest, environments: list[EnvironmentSpec]) -> None:  # noqa: B027
+    async def check(self, request: RunRequest, environments: list[EnvironmentSpec],  # noqa: B027
+                    secrets: Iterable[str] = ()) -> None:
         """Called before the run directory is written: raise :class:`~agentcompass.errors.UsageError` when the
         run cannot work here (e.g. a worker lacks a plugin the run needs). ``request``: the run's request
         without anything secret (:func:`~agentcompass.runtime.remote.scrub_request`); ``environments``: the
-        specs the run's attempts will open. The default checks nothing."""
+        specs the run's attempts will open; ``secrets``: the provider secrets, for an executor that starts
+        processes to keep them out of (it must never send them). The default checks nothing."""
 
     async def close(self) -> None:  # noqa: B027
         """Called once after the run (or a failed :meth:`check`): release what :meth:`check` acquired."""

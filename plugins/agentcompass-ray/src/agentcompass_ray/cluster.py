@@ -1,0 +1,129 @@
+"""Joining (or starting) a Ray cluster, and planning how many attempts each of its nodes holds at once.
+
+A local instance started for the run listens on loopback, has no dashboard and sends no usage statistics;
+it is started from an environment without the run's provider secrets (Ray's processes inherit the caller's
+environment), so no credential reaches a Ray process, its logs or its temp directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentcompass.errors import UsageError
+
+from agentcompass_ray.options import RayOptions
+
+
+#: The address of a local instance: loopback (Ray turns 127.0.0.1 itself into the machine's network address).
+LOCAL_NODE_IP = "127.0.10.1"
+
+
+@contextlib.contextmanager
+def environment_without(secrets: Iterable[str]) -> Iterator[None]:
+    """``os.environ`` without the variables whose value holds a secret, for as long as the block runs."""
+    values = [s for s in secrets if s]
+    removed = {k: v for k, v in os.environ.items() if any(s in v for s in values)}
+    for key in removed:
+        del os.environ[key]
+    try:
+        yield
+    finally:
+        os.environ.update(removed)
+
+
+def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -> bool:
+    """Connect to the cluster ``options.address`` names, or start a local instance with ``local_cpus``
+    logical CPUs; True when this call started Ray (and so must shut it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Under ``uv run`` Ray would ship the working directory to every worker and run them through uv; the
+    # workers use the Python their node runs instead, with the plugins installed there.
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
+                              "namespace": "agentcompass"}
+    if options.address is None:
+        kwargs.update(num_cpus=max(1, math.ceil(local_cpus)), _node_ip_address=options.node_ip or LOCAL_NODE_IP)
+        if options.temp_dir:
+            kwargs["_temp_dir"] = options.temp_dir
+    else:
+        kwargs["address"] = options.address
+        if options.node_ip:
+            kwargs["_node_ip_address"] = options.node_ip
+        kwargs.pop("include_dashboard")
+    try:
+        with environment_without(secrets):
+            ray.init(**kwargs)
+    except ConnectionError as exc:
+        raise UsageError(f"cannot reach the Ray cluster at {options.address}: {exc}. Start one with "
+                         "'ray start --head', or leave --executor-arg address out for a local instance") from None
+    except Exception as exc:
+        where = f"the Ray cluster at {options.address}" if options.address else "a local Ray instance"
+        raise UsageError(f"cannot start or join {where}: {type(exc).__name__}: {exc}") from None
+    return True
+
+
+@dataclass(frozen=True)
+class NodeSlots:
+    """One node and how many attempts it runs at once."""
+
+    node_id: str
+    address: str
+    slots: int
+
+
+def attempt_demand(options: RayOptions, *, docker: bool, nodes: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """What one attempt reserves: its CPUs, the extra resources, and one unit of the docker marker when the
+    run uses docker and some node advertises it (otherwise every node is taken to have docker)."""
+    demand: dict[str, float] = {"CPU": options.num_cpus, **options.resources}
+    if docker and options.docker_resource and any(options.docker_resource in n["Resources"] for n in nodes):
+        demand[options.docker_resource] = 1.0
+    return {k: v for k, v in demand.items() if v > 0}
+
+
+def alive_nodes() -> list[dict[str, Any]]:
+    import ray
+
+    return [n for n in ray.nodes() if n.get("Alive")]
+
+
+def capacity(resources: Mapping[str, float], demand: Mapping[str, float]) -> int:
+    """How many attempts of ``demand`` fit in ``resources`` (no bound when the demand is empty)."""
+    fits = [math.floor(resources.get(k, 0.0) / v + 1e-9) for k, v in demand.items()]
+    return min(fits) if fits else 1 << 30
+
+
+def plan_slots(nodes: Sequence[Mapping[str, Any]], demand: Mapping[str, float], wanted: int) -> list[NodeSlots]:
+    """Spread ``wanted`` concurrent attempts over the nodes, one at a time round the nodes that have room."""
+    room = {n["NodeID"]: capacity(n["Resources"], demand) for n in nodes}
+    given = dict.fromkeys(room, 0)
+    total = 0
+    while total < wanted:
+        progressed = False
+        for node_id in room:
+            if total < wanted and given[node_id] < room[node_id]:
+                given[node_id] += 1
+                total += 1
+                progressed = True
+        if not progressed:
+            break
+    by_id = {n["NodeID"]: n for n in nodes}
+    return [NodeSlots(i, str(by_id[i].get("NodeManagerAddress", "?")), s) for i, s in given.items() if s > 0]
+
+
+def describe_shortage(nodes: Sequence[Mapping[str, Any]], demand: Mapping[str, float]) -> str:
+    have = "; ".join(f"{n.get('NodeManagerAddress')}: " + ", ".join(
+        f"{k}={v:g}" for k, v in sorted(n["Resources"].items()) if not k.startswith("node:"))
+        for n in nodes) or "no node is alive"
+    need = ", ".join(f"{k}={v:g}" for k, v in demand.items())
+    return (f"no node of the Ray cluster has room for one attempt ({need}); the nodes have {have}. Lower "
+            "--executor-arg num_cpus= or start nodes with more resources (ray start --num-cpus N "
+            "--resources '{\"docker\": N}')")

@@ -1,0 +1,286 @@
+"""``--executor ray``: a run's attempts spread over the nodes of a Ray cluster.
+
+The head (this process) keeps the run directory, the model gateway, the provider credentials and the attempt
+queue. Each node gets one async actor (:class:`~agentcompass_ray.worker.NodeWorker`) that reserves the
+resources of the attempts it may run at once (``num_cpus`` and ``resources`` per attempt, one unit of the
+docker marker per attempt with ``--env docker``), so ``--concurrency`` and ``--max-environments`` hold over the
+whole cluster. For every attempt the head grants a gateway token (the meter stays here), sends the attempt as
+plain data, and records what comes back through the attempt queue as it arrives.
+
+A worker that dies mid-attempt (its process or its node) makes that attempt an infrastructure failure, retried
+under ``--retries``; the executor then starts a worker again on the nodes still alive. Ctrl-C cancels the
+attempts in flight: each one's lifecycle closes its environments on its node before the actors go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+from agentcompass.errors import UsageError
+from agentcompass.runtime.executor import AttemptSource, ExecutionContext, Executor
+from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.types import EnvironmentSpec, RunRequest
+
+from agentcompass_ray.cluster import (
+    NodeSlots,
+    alive_nodes,
+    attempt_demand,
+    connect,
+    describe_shortage,
+    plan_slots,
+)
+from agentcompass_ray.options import RayOptions
+
+#: Seconds an actor gets to close what its attempts left open before it is killed.
+CLOSE_SECONDS = 90.0
+LOOPBACK_PREFIXES = ("127.", "::1", "localhost")
+
+
+@attrs.define(eq=False)
+class _Actor:
+    handle: Any
+    node: NodeSlots
+    busy: int = 0
+    alive: bool = True
+
+    @property
+    def free(self) -> int:
+        return self.node.slots - self.busy if self.alive else 0
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+
+
+class RayExecutor(Executor):
+    """Runs attempts on a Ray cluster (``--executor-arg address=auto``) or a local Ray instance."""
+
+    name = "ray"
+    remote = True
+
+    def __init__(self, **options: Any) -> None:
+        self.options = RayOptions.parse(options)
+        self._started_ray = False
+        self._actors: list[_Actor] = []
+        self._request: RunRequest | None = None
+        self._environments: list[EnvironmentSpec] = []
+        self._demand: dict[str, float] = {}
+        self._wanted = 0
+        self._changed = asyncio.Condition()
+        self._replenishing: asyncio.Task[None] | None = None
+
+    # -- before the run ------------------------------------------------------------------------------
+
+    async def check(self, request: RunRequest, environments: list[EnvironmentSpec],
+                    secrets: Iterable[str] = ()) -> None:
+        """Join the cluster, start one worker per node with room, and check each can run this request (its
+        plugins installed); then set the workers up. A problem is a UsageError naming the node."""
+        import ray
+
+        self._request, self._environments = request, environments
+        self._wanted = min(request.concurrency, request.max_environments or request.concurrency)
+        # On this thread: Ray installs its signal handlers only from the main one. Before the run starts.
+        self._started_ray = connect(self.options, local_cpus=self._wanted * self.options.num_cpus, secrets=secrets)
+        nodes = alive_nodes()
+        self._demand = attempt_demand(self.options, docker=request.environment == "docker", nodes=nodes)
+        if request.gateway_host.startswith(LOOPBACK_PREFIXES):
+            remote_nodes = [str(n.get("NodeManagerAddress")) for n in nodes
+                            if not str(n.get("NodeManagerAddress", "")).startswith(LOOPBACK_PREFIXES)]
+            if remote_nodes:
+                raise UsageError(
+                    f"the Ray cluster has nodes on other machines ({', '.join(sorted(set(remote_nodes)))}), "
+                    f"which cannot reach the model gateway on {request.gateway_host}; pass --gateway-host "
+                    "0.0.0.0 (or this machine's address on their network)")
+        plan = plan_slots(nodes, self._demand, self._wanted)
+        if not plan:
+            raise UsageError(describe_shortage(nodes, self._demand))
+        actors = [self._spawn(node) for node in plan]
+        self._actors = actors
+        problems = await self._prepare(actors, ray)
+        if problems:
+            raise UsageError("some Ray nodes cannot run this run: " + "; ".join(problems)
+                             + ". Install the same agentcompass plugins on every node")
+        get_logger().info("ray.workers_ready", nodes=[a.node.address for a in actors],
+                          slots=[a.node.slots for a in actors], demand=self._demand)
+
+    def _spawn(self, node: NodeSlots) -> _Actor:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from agentcompass_ray.worker import NodeWorker
+
+        extra = {k: v * node.slots for k, v in self._demand.items() if k not in ("CPU", "GPU")}
+        handle = ray.remote(NodeWorker).options(  # type: ignore[attr-defined]
+            num_cpus=self._demand.get("CPU", 0.0) * node.slots,
+            num_gpus=self._demand.get("GPU", 0.0) * node.slots,
+            resources=extra,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+            max_concurrency=node.slots + 8,
+            max_restarts=0,
+            max_task_retries=0,
+        ).remote()
+        return _Actor(handle, node)
+
+    async def _prepare(self, actors: list[_Actor], ray: Any) -> list[str]:
+        """Check then set up each actor (all checked before any sets up); the problems, by node."""
+        timeout = self.options.startup_timeout
+        try:
+            reports = await asyncio.wait_for(
+                asyncio.gather(*(a.handle.check.remote(self._request) for a in actors)), timeout)
+        except TimeoutError:
+            raise UsageError(f"the Ray workers did not start within {timeout:g}s (is the cluster busy, or "
+                             "short of the resources they reserve?)") from None
+        except ray.exceptions.RayError as exc:
+            raise UsageError(f"a Ray worker failed to start: {_short(exc)}") from None
+        problems = [f"node {a.node.address} ({r['host']}): {p}" for a, r in zip(actors, reports, strict=True)
+                    for p in r["problems"]]
+        if problems:
+            return problems
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(a.handle.setup.remote(self._environments) for a in actors)), None)
+        except ray.exceptions.RayTaskError as exc:
+            return [f"setting up the environments failed: {_short(exc.cause or exc)}"]
+        return []
+
+    # -- the run -------------------------------------------------------------------------------------
+
+    async def execute(self, attempts: AttemptSource, context: ExecutionContext) -> None:
+        url = self._gateway_url(context)
+        workers = [asyncio.create_task(self._worker(attempts, context, url)) for _ in range(self._wanted)]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+            await asyncio.wait(workers)  # each cancels its remote attempt and waits for it to close
+            for w in workers:
+                if not w.cancelled():
+                    w.exception()
+            if self._replenishing is not None:
+                self._replenishing.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._replenishing
+
+    def _gateway_url(self, context: ExecutionContext) -> str:
+        import ray
+
+        host = context.gateway_host
+        if host in ("0.0.0.0", "::", ""):
+            host = ray.util.get_node_ip_address()
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{context.gateway_port}/v1"
+
+    async def _worker(self, attempts: AttemptSource, context: ExecutionContext, url: str) -> None:
+        import ray
+
+        log = get_logger()
+        while (spec := await attempts.next()) is not None:
+            actor = await self._acquire()
+            grant = context.grant_remote(spec, url)
+            if actor is None:
+                attempts.report(grant.fail("no Ray worker is left to run it (every node is gone)"))
+                continue
+            ref = actor.handle.run.remote(grant.attempt)
+            try:
+                returned = await ref
+            except asyncio.CancelledError:
+                grant.revoke()
+                ray.cancel(ref)
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.wrap_future(ref.future()), CLOSE_SECONDS)
+                raise
+            except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+                    ray.exceptions.ObjectLostError, ray.exceptions.NodeDiedError) as exc:
+                actor.alive = False
+                log.warning("ray.worker_lost", node=actor.node.address, task_id=spec.task.task_id,
+                            trial=spec.trial, attempt=spec.attempt, error=_short(exc))
+                outcome = grant.fail(f"the Ray worker on node {actor.node.address} was lost mid-attempt "
+                                     f"({_short(exc)})")
+                self._replenish()
+            except ray.exceptions.RayError as exc:
+                outcome = grant.fail(f"the Ray worker on node {actor.node.address} failed: {_short(exc)}")
+            else:
+                outcome = grant.finish(returned)
+            finally:
+                await self._release(actor)
+            attempts.report(outcome)
+
+    async def _acquire(self) -> _Actor | None:
+        """The live actor with the most free slots (waiting for one); None when none is left."""
+        async with self._changed:
+            while True:
+                best = max(self._actors, key=lambda a: a.free, default=None)
+                if best is not None and best.free > 0:
+                    best.busy += 1
+                    return best
+                if not any(a.alive for a in self._actors) and self._replenishing is None:
+                    return None
+                await self._changed.wait()
+
+    async def _release(self, actor: _Actor) -> None:
+        async with self._changed:
+            actor.busy -= 1
+            self._changed.notify_all()
+
+    def _replenish(self) -> None:
+        """Start workers again on the nodes still alive, up to the planned concurrency (in the background)."""
+        if self._replenishing is None:
+            self._replenishing = asyncio.create_task(self._start_again())
+
+    async def _start_again(self) -> None:
+        import ray
+
+        log = get_logger()
+        try:
+            await asyncio.sleep(0.5)  # let Ray notice what died with it
+            live = [a for a in self._actors if a.alive]
+            missing = self._wanted - sum(a.node.slots for a in live)
+            if missing <= 0:
+                return
+            taken = {a.node.node_id for a in live}
+            nodes = [n for n in await asyncio.to_thread(alive_nodes) if n["NodeID"] not in taken]
+            plan = plan_slots(nodes, self._demand, missing)
+            fresh = [self._spawn(node) for node in plan]
+            problems = await self._prepare(fresh, ray) if fresh else []
+            if problems:
+                log.warning("ray.restart_failed", problems=problems)
+                for a in fresh:
+                    ray.kill(a.handle)
+                return
+            self._actors = [*live, *fresh, *[a for a in self._actors if not a.alive and a.busy]]
+            log.info("ray.workers_restarted", nodes=[a.node.address for a in fresh])
+        except Exception as exc:
+            log.warning("ray.restart_failed", error=_short(exc))
+        finally:
+            async with self._changed:
+                self._replenishing = None
+                self._changed.notify_all()
+
+    # -- after the run -------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Each worker closes what is left and tears its provider down; then the actors go, and a local Ray
+        instance this executor started stops."""
+        import ray
+
+        if not ray.is_initialized():
+            return
+        live = [a for a in self._actors if a.alive]
+        if live:
+            closing = [a.handle.close.remote() for a in live]
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), CLOSE_SECONDS)
+        for a in self._actors:
+            with contextlib.suppress(Exception):
+                ray.kill(a.handle)
+        self._actors = []
+        if self._started_ray:
+            await asyncio.to_thread(ray.shutdown)
+            self._started_ray = False
