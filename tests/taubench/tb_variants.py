@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from taubench_runner import tasks as task_fields
-from taubench_runner.domains import DomainData, module, normalized_db_text
+from taubench_runner.domains import DomainData, module, normalized_db_text, tasks_file
 from taubench_runner.environment import Environment
 from taubench_runner.evaluator import evaluate
 from taubench_runner.orchestrator import OracleAgent, OraclePlan, OracleUser, Orchestrator
@@ -27,7 +27,7 @@ DOMAINS = ("mock", "airline", "retail")
 
 @functools.cache
 def tasks(domain: str) -> dict[str, dict[str, Any]]:
-    raw = json.loads((ROOT / "domains" / domain / "tasks.json").read_text())
+    raw = json.loads((ROOT / "domains" / domain / tasks_file(domain)).read_text())
     return {t["id"]: t for t in raw}
 
 

@@ -28,7 +28,8 @@ def task_ids(bench: TauBenchBenchmark, req: RunRequest | None = None) -> list[st
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"domian": "retail"}, "unknown option(s) for benchmark 'taubench': domian; valid options: domain, split"),
-    ({"domain": "telecom"}, "unknown domain(s) 'telecom'; domains: mock, airline, retail"),
+    ({"domain": "banking"}, "unknown domain(s) 'banking'; domains: mock, airline, retail, telecom"),
+    ({"task_set": "../tasks.json"}, "'task_set' must be a file name in the domain directory"),
     ({"domain": " , "}, "names no domain"),
     ({"split": "dev"}, "'split' must be one of base, train, test"),
     ({"max_steps": "0"}, "'max_steps' must be a positive integer"),

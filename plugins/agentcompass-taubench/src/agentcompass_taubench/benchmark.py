@@ -1,4 +1,5 @@
-"""The ``taubench`` benchmark: tau2-bench's mock, airline and retail domains, run and scored as tau2 does.
+"""The ``taubench`` benchmark: tau2-bench's mock, airline, retail and telecom domains, run and scored as tau2
+does.
 
 * ``prepare_task`` uploads the staging directory (the stdlib runner package, the domain's policy and
   databases, the user simulator's guidelines) into the task's environment — under docker an image built once
@@ -80,6 +81,14 @@ def _flag(name: str, value: Any) -> bool:
     raise UsageError(f"taubench option {name!r} must be true or false, got {value!r}")
 
 
+def _file_name(name: str, value: Any) -> str:
+    text = str(value).strip()
+    if not text or "/" in text or "\\" in text or text in (".", ".."):
+        raise UsageError(f"taubench option {name!r} must be a file name in the domain directory (such as "
+                         f"tasks.json or tasks_small.json), got {value!r}")
+    return text
+
+
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip()
     if text not in choices:
@@ -90,9 +99,10 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 class TauBenchBenchmark(HarnessFreeBenchmark):
     """tau2-bench's half-duplex conversations: see the module docstring and the plugin's README.
 
-    Options (``-b key=value``): ``domain`` (``mock``, ``airline``, ``retail`` or a comma list; default
-    ``mock``), ``split`` (``base``, ``train``, ``test``; default ``base``), ``data_dir`` (another copy of tau2's
-    ``data/tau2``), ``max_steps`` (200), ``max_errors`` (10), ``nl_assertions`` (``judge``, or ``exclude``
+    Options (``-b key=value``): ``domain`` (``mock``, ``airline``, ``retail``, ``telecom`` or a comma list;
+    default ``mock``), ``split`` (``base``, ``train``, ``test``; default ``base``), ``data_dir`` (another copy
+    of tau2's ``data/tau2``), ``task_set`` (the task file in each domain's directory; default ``tasks.json``,
+    telecom's ``tasks_small.json``), ``max_steps`` (200), ``max_errors`` (10), ``nl_assertions`` (``judge``, or ``exclude``
     to leave out the tasks whose reward needs the judge), ``user_temperature`` (0), ``timeout`` (seconds for
     the runner; default: the run phase's), ``enforce_communication_protocol`` (false), ``bake`` (true: under
     docker the runner and the data are built into the image).
@@ -110,7 +120,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         binary=True,
     )
     OPTIONS: ClassVar[tuple[str, ...]] = (
-        "domain", "split", "data_dir", "max_steps", "max_errors", "nl_assertions", "user_temperature", "timeout",
+        "domain", "split", "data_dir", "task_set", "max_steps", "max_errors", "nl_assertions", "user_temperature", "timeout",
         "enforce_communication_protocol", "bake",
     )
 
@@ -134,6 +144,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
             )
         self.split = _choice("split", options.get("split", "base"), SPLITS)
         self.root = data.resolve_root(options.get("data_dir"))
+        self.task_set = None if options.get("task_set") is None else _file_name("task_set", options["task_set"])
         self.max_steps = _positive_int("max_steps", options.get("max_steps", 200))
         self.max_errors = _positive_int("max_errors", options.get("max_errors", 10))
         self.nl_policy = _choice("nl_assertions", options.get("nl_assertions", "judge"), NL_POLICIES)
@@ -150,7 +161,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
     def load_tasks(self, req: RunRequest) -> Iterator[TaskSpec]:
         specs = []
         for domain in self.domains:
-            for task in data.load_tasks(self.root, domain, self.split):
+            for task in data.load_tasks(self.root, domain, self.split, self.task_set):
                 needs = task_fields.needs_judge(task)
                 if needs and self.nl_policy == "exclude":
                     continue

@@ -4,7 +4,10 @@ staging directory ``prepare_task`` uploads into each environment.
 The layout is tau2-bench's ``data/tau2``::
 
     domains/<domain>/tasks.json, split_tasks.json, policy.md, db.json [, user_db.json]
+    domains/telecom/tasks_small.json, main_policy.md, tech_support_manual.md, db.toml, user_db.toml
     user_simulator/simulation_guidelines.md, simulation_guidelines_tools.md
+
+(a task file's split file, ``split_<stem>.json``, is optional: without it the only split is ``base``).
 
 Every problem is a :class:`~agentcompass.errors.UsageError` naming the file.
 """
@@ -62,33 +65,43 @@ def resolve_root(option: str | None) -> Path:
 
 
 def _read_json(path: Path) -> Any:
+    """A data file's content (JSON, or TOML for ``*.toml``), every problem a usage error naming it."""
     if not path.is_file():
         raise UsageError(f"taubench data: {path} is missing")
+    kind = "TOML" if path.suffix == ".toml" else "JSON"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return runner_domains.parse_data(path.read_text(encoding="utf-8"), path.name)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"taubench data: {path} is not valid JSON ({exc})") from None
+        raise UsageError(f"taubench data: {path} is not valid {kind} ({exc})") from None
 
 
-def check_layout(root: Path, domain: str) -> None:
-    """Every file the runner needs for ``domain`` is there."""
+def check_layout(root: Path, domain: str, task_file: str | None = None) -> None:
+    """Every file the runner needs for ``domain`` is there (``task_file``: the domain's default)."""
     directory = root / "domains" / domain
-    needed = [runner_domains.TASKS_FILE, runner_domains.SPLIT_FILE, runner_domains.POLICY_FILE,
+    needed = [task_file or runner_domains.tasks_file(domain), *runner_domains.policy_files(domain),
               *runner_domains.db_files(domain)]
     for name in needed:
         if not (directory / name).is_file():
-            raise UsageError(f"taubench data: {directory / name} is missing (domain {domain!r})")
+            hint = ""
+            if name == task_file:
+                present = sorted(p.name for p in directory.glob("tasks*.json"))
+                hint = f"; task files there: {', '.join(present) or 'none'}"
+            raise UsageError(f"taubench data: {directory / name} is missing (domain {domain!r}{hint})")
     for name in GUIDELINE_FILES:
         if not (root / "user_simulator" / name).is_file():
             raise UsageError(f"taubench data: {root / 'user_simulator' / name} is missing")
 
 
-def load_tasks(root: Path, domain: str, split: str) -> list[Mapping[str, Any]]:
-    """The tasks of ``split`` in the order of the task file, each checked as tau2 would."""
-    check_layout(root, domain)
+def load_tasks(root: Path, domain: str, split: str, task_file: str | None = None) -> list[Mapping[str, Any]]:
+    """The tasks of ``split`` in the order of the task file (``task_file``: the domain's default), each
+    checked as tau2 would. A task file without a split file has one split, ``base``: all its tasks."""
+    task_file = task_file or runner_domains.tasks_file(domain)
+    check_layout(root, domain, task_file)
     directory = root / "domains" / domain
-    tasks_path = directory / runner_domains.TASKS_FILE
+    tasks_path = directory / task_file
     raw = _read_json(tasks_path)
+    if isinstance(raw, Mapping) and "tasks" in raw:  # upstream's load_tasks takes {"tasks": [...]} too
+        raw = raw["tasks"]
     if not isinstance(raw, list):
         raise UsageError(f"taubench data: {tasks_path} must hold a list of tasks")
     seen: set[str] = set()
@@ -100,7 +113,14 @@ def load_tasks(root: Path, domain: str, split: str) -> list[Mapping[str, Any]]:
         if task["id"] in seen:
             raise UsageError(f"taubench data: {tasks_path}: task id {task['id']!r} appears twice")
         seen.add(task["id"])
-    split_path = directory / runner_domains.SPLIT_FILE
+    split_path = directory / runner_domains.split_file(task_file)
+    if not split_path.is_file():
+        if split != "base":
+            raise UsageError(
+                f"taubench: domain {domain!r} has no split {split!r}: {tasks_path.name} has no split file "
+                f"({split_path.name}), so its only split is 'base' (all its tasks)"
+            )
+        return list(raw)
     splits = _read_json(split_path)
     if not isinstance(splits, Mapping) or not all(
         isinstance(v, list) and all(isinstance(i, str) for i in v) for v in splits.values()
@@ -165,7 +185,8 @@ class Staging:
         data_dir = target / "data" / domain
         data_dir.mkdir(parents=True)
         source = root / "domains" / domain
-        shutil.copyfile(source / runner_domains.POLICY_FILE, data_dir / runner_domains.POLICY_FILE)
+        for name in runner_domains.policy_files(domain):
+            shutil.copyfile(source / name, data_dir / name)
         for name, model in runner_domains.db_models(domain).items():
             raw = _read_json(source / name)  # a JSON error names the file
             try:
@@ -176,7 +197,7 @@ class Staging:
                     f"taubench data: {source / name} does not match tau2's {domain} data model: "
                     f"{lines[0]}: {' '.join(line.strip() for line in lines[1:3])}"
                 ) from None
-            (data_dir / name).write_text(json.dumps(normalized), encoding="utf-8")
+            (data_dir / runner_domains.shipped_name(name)).write_text(json.dumps(normalized), encoding="utf-8")
         guidelines = target / "data" / "user_simulator"
         guidelines.mkdir(parents=True)
         for name in GUIDELINE_FILES:

@@ -184,6 +184,71 @@ class Literal(Type):
         return _MISSING
 
 
+class Enum(Type):
+    """A ``str`` enum of pydantic: one of its values (stored as the plain string, which is what
+    ``json.dumps`` writes for a ``str`` enum member); ``name`` is the enum class's, for error texts."""
+
+
+    def __init__(self, name: str, members: Mapping[str, str]) -> None:
+        self.name = name
+        self.members = dict(members)  # NAME -> value, in the enum's order
+        self.values = tuple(self.members.values())
+        self._names = {v: k for k, v in self.members.items()}
+
+    def check(self, value: Any, loc: tuple[Any, ...], errors: _Errors) -> Any:
+        if isinstance(value, str) and value in self.values:
+            return str(value)
+        shown = [repr(v) for v in self.values]
+        expected = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+        errors.add(loc, "enum", f"Input should be {expected}", value)
+        return _MISSING
+
+    def member_repr(self, value: str) -> str:
+        """``repr()`` of the enum member with this value (``<Level.GOOD: 'good'>``), as Python prints it
+        inside a container; a value that is not a member is shown as itself."""
+        if isinstance(value, str) and value in self._names:
+            return f"<{self.name}.{self._names[value]}: {value!r}>"
+        return repr(value)
+
+
+class _DateTime(Type):
+    """``datetime.datetime`` (``date_only``: ``datetime.date``), stored as ``str()`` of the value: what
+    ``json.dumps(..., default=str)`` writes for it, so hashes and tool results match upstream's."""
+
+    def __init__(self, date_only: bool) -> None:
+        self.date_only = date_only
+
+    def check(self, value: Any, loc: tuple[Any, ...], errors: _Errors) -> Any:
+        import datetime as dt
+
+        kind = "date" if self.date_only else "datetime"
+        if isinstance(value, dt.datetime):
+            parsed: Any = value
+        elif isinstance(value, dt.date):
+            parsed = value if self.date_only else dt.datetime(value.year, value.month, value.day)
+        elif isinstance(value, str):
+            try:
+                parsed = dt.datetime.fromisoformat(value.strip())
+            except ValueError:
+                errors.add(loc, f"{kind}_from_date_parsing" if self.date_only else "datetime_from_date_parsing",
+                           f"Input should be a valid {kind}, invalid {kind} format", value)
+                return _MISSING
+        else:
+            errors.add(loc, f"{kind}_type", f"Input should be a valid {kind}", value)
+            return _MISSING
+        if self.date_only and isinstance(parsed, dt.datetime):
+            if parsed.time() != dt.time(0) or parsed.tzinfo is not None:
+                errors.add(loc, "date_from_datetime_inexact",
+                           "Datetimes provided to dates should have zero time - e.g. be exact dates", value)
+                return _MISSING
+            parsed = parsed.date()
+        return str(parsed)
+
+
+DATE: Type = _DateTime(date_only=True)
+DATETIME: Type = _DateTime(date_only=False)
+
+
 class Optional(Type):
     def __init__(self, inner: Type) -> None:
         self.inner = inner

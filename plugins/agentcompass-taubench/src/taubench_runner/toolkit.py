@@ -22,7 +22,8 @@ _REQUIRED: Any = object()
 @dataclass(frozen=True)
 class Param:
     """One parameter. ``kind``: ``string``, ``integer``, ``number``, ``boolean``, ``enum`` (strings),
-    ``string_list``, or ``model_list`` (a list of ``model`` objects or free-form objects)."""
+    ``string_list``, ``model_list`` (a list of ``model`` objects or free-form objects), or ``raw`` (a schema
+    given as is, for the unions of models and enums that pydantic renders with ``anyOf``)."""
 
     name: str
     kind: str
@@ -30,6 +31,10 @@ class Param:
     default: Any = _REQUIRED
     enum: tuple[str, ...] = ()
     model: records.Model | None = None
+    #: For ``kind="raw"``: the property's schema as pydantic writes it (keys in its order, title included),
+    #: and the ``$defs`` it refers to.
+    raw: tuple[tuple[str, Any], ...] = ()
+    raw_defs: tuple[tuple[str, Any], ...] = ()
 
     @property
     def required(self) -> bool:
@@ -37,6 +42,9 @@ class Param:
 
     def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
         typed: dict[str, Any]
+        if self.kind == "raw":
+            defs.update(dict(self.raw_defs))
+            return dict(self.raw)
         if self.kind in ("string", "integer", "number", "boolean"):
             typed = {"type": self.kind}
         elif self.kind == "enum":

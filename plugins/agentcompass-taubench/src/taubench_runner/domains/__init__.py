@@ -1,8 +1,12 @@
 """The domains: each module names its agent toolkit (``AGENT_TOOLS``), its user toolkit (``USER_TOOLS`` or
-None) and their database files (``DB_FILE``, ``USER_DB_FILE``); the policy is the domain's ``policy.md``.
+None) and their database files (``DB_FILE``, ``USER_DB_FILE``: JSON or TOML, as upstream ships them); the
+policy is the domain's ``policy.md``, or the parts a module names in ``POLICY_FILES`` joined by its
+``compose_policy``; the task file is ``tasks.json`` unless the module names another (``TASKS_FILE``).
 
-A domain directory has tau2's layout: ``tasks.json``, ``split_tasks.json``, ``policy.md``, ``db.json`` (and
-``user_db.json`` when the user has tools).
+A domain directory has tau2's layout: the task file, its split file ``split_<task file stem>.json`` (optional:
+without one the only split is ``base``, every task), the policy, the databases (``db.json``/``db.toml``, and
+``user_db.json``/``user_db.toml`` when the user has tools). The databases validated and normalised (what
+``prepare_task`` ships and the runner loads as ``trusted``) are JSON, named :func:`shipped_name`.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ import importlib
 import json
 import marshal
 import os
+import tomllib
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from taubench_runner.environment import Environment
 
-DOMAINS = ("mock", "airline", "retail")
+DOMAINS = ("mock", "airline", "retail", "telecom")
 POLICY_FILE = "policy.md"
 TASKS_FILE = "tasks.json"
 SPLIT_FILE = "split_tasks.json"
@@ -33,6 +38,44 @@ def db_files(domain: str) -> list[str]:
     """The database files a domain needs, agent side first."""
     mod = module(domain)
     return [f for f in (mod.DB_FILE, mod.USER_DB_FILE) if f]
+
+
+def shipped_name(name: str) -> str:
+    """The name of a database file once validated and normalised: always JSON (``db.toml`` -> ``db.json``)."""
+    stem, _, _ = name.rpartition(".")
+    return f"{stem or name}.json"
+
+
+def policy_files(domain: str) -> tuple[str, ...]:
+    """The files the domain's policy is made of."""
+    return tuple(getattr(module(domain), "POLICY_FILES", (POLICY_FILE,)))
+
+
+def tasks_file(domain: str) -> str:
+    """The domain's default task file (``-b task_set=`` picks another)."""
+    return str(getattr(module(domain), "TASKS_FILE", TASKS_FILE))
+
+
+def split_file(task_file: str) -> str:
+    """The split file of a task file, named as upstream's ``load_tasks_split`` names it."""
+    return f"split_{task_file.rsplit('.', 1)[0]}.json"
+
+
+def read_policy(domain: str, directory: str) -> str:
+    """The agent's policy, as upstream builds it from the domain's files."""
+    texts = []
+    for name in policy_files(domain):
+        with open(os.path.join(directory, name), encoding="utf-8") as fh:
+            texts.append(fh.read())
+    compose = getattr(module(domain), "compose_policy", None)
+    return compose(*texts) if compose is not None else texts[0]
+
+
+def parse_data(text: str, name: str) -> Any:
+    """A database file's content: TOML for ``*.toml`` (upstream's format for telecom), JSON otherwise."""
+    if name.endswith(".toml"):
+        return tomllib.loads(text)
+    return json.loads(text)
 
 
 @dataclass
@@ -52,18 +95,30 @@ class DomainData:
     cached_hashes: bool = False
     _frozen: dict[str, bytes] = field(default_factory=dict, repr=False)
 
+    #: The database files' format: ``json``, or ``toml`` for upstream's TOML files read as they are (trusted
+    #: data is always JSON).
+    db_format: str = "json"
+
     @classmethod
     def load(cls, domain: str, directory: str, *, trusted: bool = False) -> DomainData:
+        """A domain directory's data. ``trusted``: the databases were validated and normalised already
+        (``prepare_task``'s staging, :func:`shipped_name`), so they are JSON and only parsed."""
         mod = module(domain)
-        with open(os.path.join(directory, POLICY_FILE), encoding="utf-8") as fh:
-            policy = fh.read()
-        with open(os.path.join(directory, mod.DB_FILE), encoding="utf-8") as fh:
-            db_text = fh.read()
-        user_db_text = None
-        if mod.USER_DB_FILE:
-            with open(os.path.join(directory, mod.USER_DB_FILE), encoding="utf-8") as fh:
-                user_db_text = fh.read()
-        return cls(domain, policy, db_text, user_db_text, trusted)
+        policy = read_policy(domain, directory)
+        names = [mod.DB_FILE, mod.USER_DB_FILE]
+        if trusted:
+            names = [shipped_name(n) if n else n for n in names]
+        texts: list[str | None] = []
+        for name in names:
+            if not name:
+                texts.append(None)
+                continue
+            with open(os.path.join(directory, name), encoding="utf-8") as fh:
+                texts.append(fh.read())
+        db_format = "toml" if names[0].endswith(".toml") else "json"
+        data = cls(domain, policy, texts[0] or "", texts[1], trusted)
+        data.db_format = db_format
+        return data
 
     def environment(self) -> Environment:
         """A fresh environment in the domain's initial state."""
@@ -85,7 +140,7 @@ class DomainData:
         frozen = self._frozen.get(text)
         if frozen is not None:
             return marshal.loads(frozen)
-        data = json.loads(text)
+        data = tomllib.loads(text) if self.db_format == "toml" and not self.trusted else json.loads(text)
         if not self.trusted:
             data = toolkit.db_model().validate(data)
         self._frozen[text] = marshal.dumps(data)
@@ -101,10 +156,11 @@ def db_models(domain: str) -> dict[str, Any]:
 
 
 def normalized_db_text(domain: str, directory: str) -> dict[str, str]:
-    """Every database file of a domain validated into its records and dumped again (what ``trusted`` loads)."""
+    """Every database file of a domain validated into its records and dumped again (what ``trusted`` loads),
+    by its shipped name."""
     out = {}
     for name, model in db_models(domain).items():
         with open(os.path.join(directory, name), encoding="utf-8") as fh:
-            data = json.load(fh)
-        out[name] = json.dumps(model.validate(data))
+            data = parse_data(fh.read(), name)
+        out[shipped_name(name)] = json.dumps(model.validate(data))
     return out
