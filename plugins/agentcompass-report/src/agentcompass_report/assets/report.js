@@ -14,6 +14,10 @@
   var COLORS = ["#2f6fdf", "#e07b00", "#6a3fc8", "#138a72", "#c2185b"];
   var ERROR_COLOR = "#c62828";
 
+  // What the tests and the bench read: when the page was first rendered, how long the last filter took.
+  var probe = { ready: false, filters: 0, lastFilterMs: null, readyAt: null, polls: 0 };
+  window.__report = probe;
+
   // ---- state -------------------------------------------------------------------------------------------------
   var runs = DATA.runs;             // [{header, summary, live, columns, rows, warnings}]
   var records = [];                 // per run: rows as objects
@@ -510,6 +514,7 @@
     return !view.text || o.search.indexOf(view.text) >= 0;
   }
   function applyFilter() {
+    var t0 = performance.now();
     filtered = table.filter(matches);
     if (view.sort) {
       var k = view.sort, dir = view.desc ? -1 : 1;
@@ -526,6 +531,8 @@
     scrollBox.style.height = filtered.length < 20 ? Math.max(filtered.length, 3) * ROW_H + 4 + "px" : "";
     renderedRange = null;
     renderRows();
+    probe.filters += 1;
+    probe.lastFilterMs = performance.now() - t0;
   }
   var pending = false, renderedRange = null;
   function scheduleRows() {
@@ -744,6 +751,7 @@
             runs[r].header = info.header; runs[r].summary = info.summary; runs[r].live = info.live; runs[r].warnings = info.warnings;
           });
       });
+      probe.polls += 1;
       Promise.all(loads).then(function () {
         DATA.comparisons = s.comparisons;
         updatedAt = new Date();
@@ -769,6 +777,9 @@
   buildTable();
   build();
   if (LIVE) { runs.forEach(function (r) { r.replaced = 0; }); poll(); }
-  window.__report = { ready: true, rows: function () { return table.length; }, shown: function () { return filtered.length; } };
+  probe.rows = function () { return table.length; };
+  probe.shown = function () { return filtered.length; };
+  probe.ready = true;
+  probe.readyAt = performance.now();
   document.body.setAttribute("data-ready", "1");
 })();
