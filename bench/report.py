@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="Write the run directory and report here (kept).")
     args = parser.parse_args()
-    from tests.report.browser import missing, start_chromium
+    from tests.report.browser import chromium, missing
 
     reason = missing()
     if reason:
@@ -202,12 +202,9 @@ def main() -> None:
               f"(trajectories.jsonl {traj / 1e6:.1f} MB, made in {made:.1f} s)")
         print(f"  write the report: {_range(writes)}; file {size / 1e6:.1f} MB")
         results = []
-        driver = start_chromium()
-        try:
+        with chromium() as driver:
             for _ in range(args.repeat):
                 results.append(measure(driver, out.as_uri()))
-        finally:
-            driver.quit()
         last = results[-1]
         print(f"  open in headless Chromium: first render {_range([r['first_render'] for r in results])} "
               f"(browser load, wall: {_range([r['load_wall'] for r in results])}); {last['rows']:,} rows")

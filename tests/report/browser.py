@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ DRIVER = ("/usr/bin/chromedriver",)
 #: Without these, Chromium on a closed network waits on connections it tries to open at start.
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,1000")
+         "--disable-dev-shm-usage")
 
 
 def find(candidates: tuple[str, ...], name: str) -> str | None:
@@ -35,8 +37,9 @@ def missing() -> str | None:
     return None
 
 
-def start_chromium(width: int = 1400, height: int = 1000) -> Any:
-    """A new headless Chromium with a fresh profile; quit it when done (the profile is removed with it)."""
+@contextlib.contextmanager
+def chromium(width: int = 1400, height: int = 1000) -> Iterator[Any]:
+    """A new headless Chromium with a fresh profile, quit (and the profile removed) on leaving."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -48,14 +51,11 @@ def start_chromium(width: int = 1400, height: int = 1000) -> Any:
     options.add_argument(f"--window-size={width},{height}")
     options.add_argument(f"--user-data-dir={profile}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(find(DRIVER, "chromedriver") or ""), options=options)
-    original_quit = driver.quit
-
-    def quit_and_clean() -> None:
+    try:
+        driver = webdriver.Chrome(service=Service(find(DRIVER, "chromedriver") or ""), options=options)
         try:
-            original_quit()
+            yield driver
         finally:
-            shutil.rmtree(profile, ignore_errors=True)
-
-    driver.quit = quit_and_clean
-    return driver
+            driver.quit()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli_subprocess
-from tests.report.browser import missing, start_chromium
+from tests.report.browser import chromium, missing
 
 REQUIRE_BROWSER = "AGENTCOMPASS_REQUIRE_BROWSER"
 ARTIFACTS = "AGENTCOMPASS_TEST_ARTIFACTS"
@@ -83,9 +83,6 @@ def browser() -> Iterator[Any]:
         if os.environ.get(REQUIRE_BROWSER):
             pytest.fail(f"{REQUIRE_BROWSER} is set but no browser can start: {reason}")
         pytest.skip(f"no headless browser: {reason}")
-    driver = start_chromium()
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 

@@ -1,6 +1,6 @@
 /* agentcompass report / view. Hand-written, no library, no build step.
  *
- * Data comes from <script type="application/json" id="data"> (and, in report mode, one block "d-<run>-<row>" per
+ * Data comes from the JSON block with id "data" (and, in report mode, one block "d-<run>-<row>" per
  * task detail, parsed only when the task is opened); in view mode details come from /api/task/<run>-<row> and the
  * page polls /api/summary. Every text is put in the page with textContent (el() below), never as HTML.
  */
