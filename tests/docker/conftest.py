@@ -41,15 +41,22 @@ def run_id() -> str:
     return f"test-{secrets.token_hex(4)}"
 
 
+@pytest.fixture(params=["server", "docker"])
+def exec_mode(request: pytest.FixtureRequest) -> str:
+    """How sessions reach their containers (``--env-arg exec=``): every provider test runs on both paths."""
+    return str(request.param)
+
+
 @pytest.fixture
-async def make_provider(engine: None, run_id: str) -> AsyncIterator[Callable[..., object]]:
-    """``make_provider(**options)``: a set-up DockerProvider for this test's run (torn down after it)."""
+async def make_provider(engine: None, run_id: str, exec_mode: str) -> AsyncIterator[Callable[..., object]]:
+    """``make_provider(**options)``: a set-up DockerProvider for this test's run (torn down after it), on the
+    test's exec path unless ``exec=`` is given."""
     from agentcompass_docker.provider import DockerProvider
 
     providers: list[DockerProvider] = []
 
     async def make(*specs: EnvironmentSpec, **options: str) -> DockerProvider:
-        provider = DockerProvider(**options)
+        provider = DockerProvider(**{"exec": exec_mode, **options})
         await provider.setup(list(specs) or [EnvironmentSpec(image=IMAGE)], run_id=run_id)
         providers.append(provider)
         return provider

@@ -10,12 +10,14 @@ in flight and for removals under way, then removes whatever still carries the ru
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import EnvironmentUnavailable, InfrastructureError
@@ -24,7 +26,7 @@ from agentcompass.runtime.names import safe_name
 from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException, NoSuchContainer
 
-from agentcompass_docker import _scripts
+from agentcompass_docker import _scripts, exec_dirs
 from agentcompass_docker.engine import START_HINT, Engine, detail
 from agentcompass_docker.options import DockerOptions
 
@@ -33,6 +35,16 @@ log = get_logger(plugin="docker")
 LABEL_MANAGED = "agentcompass.managed"
 LABEL_RUN = "agentcompass.run_id"
 LABEL_TASK = "agentcompass.task_id"
+#: On containers started ahead of their task (the warm pool), instead of the task label.
+LABEL_POOL = "agentcompass.pool"
+#: The host directory of the container's exec server (removed with it, also by ``env prune``).
+LABEL_EXEC_DIR = "agentcompass.exec_dir"
+
+
+@functools.cache
+def server_source() -> str:
+    """The exec server's program text, sent to the container as ``python3 -c`` source."""
+    return Path(__file__).with_name("_exec_server.py").read_text(encoding="utf-8")
 
 #: Engine messages on removal that mean there is nothing left to do.
 _REMOVED_ALREADY = ("no such container", "already in progress")
@@ -73,13 +85,21 @@ def plan_container(
     task_id: str,
     base_env: Mapping[str, str],
     gateway: tuple[str, int] | None,
+    exec_dir: str | None = None,
 ) -> ContainerPlan:
     """The container for one attempt: the spec's limits (or the options'), no network unless asked, every
-    capability dropped, ``no-new-privileges``, labels naming the run and task, and the keeper as its program."""
+    capability dropped, ``no-new-privileges``, labels naming the run and task, and the keeper as its program.
+
+    With ``exec_dir`` (``exec=server``) the program is the exec server, run as the session's user, with that
+    directory (and nothing else) mounted; the base environment is then sent with each ``exec`` instead (so a
+    container can be started before its task is known: an empty ``task_id`` makes a pool container, labelled
+    ``agentcompass.pool=1``)."""
     user = spec.user or image_user or "0"
     memory = options.memory or spec.memory
-    name = f"ac-{safe_name(run_id, 20, sep='-', distinct=False)}-{safe_name(task_id, 40, sep='-', distinct=False)}"
-    name += f"-{secrets.token_hex(3)}"
+    task_part = safe_name(task_id, 40, sep="-", distinct=False) if task_id else "pool"
+    name = f"ac-{safe_name(run_id, 20, sep='-', distinct=False)}-{task_part}-{secrets.token_hex(3)}"
+    labels = {LABEL_MANAGED: "1", LABEL_RUN: run_id}
+    labels.update({LABEL_TASK: task_id} if task_id else {LABEL_POOL: "1"})
     mounts: list[list[str]] = []
     tmpfs: list[str] = []
     command = ["sh", "-c", _scripts.KEEPER, "ac-keeper"]
@@ -89,7 +109,18 @@ def plan_container(
         mounts.append(["type=volume", f"destination={spec.workdir}"])
         tmpfs.append("/tmp:rw,exec,nosuid,nodev,mode=1777")
     forward_port = None
-    if gateway is not None:
+    envs = {**base_env, **spec.env}
+    if exec_dir is not None:
+        envs = dict(spec.env)
+        labels[LABEL_EXEC_DIR] = exec_dir
+        mounts.append(["type=bind", f"source={exec_dir}", f"target={exec_dirs.CONTAINER_DIR}"])
+        command = ["sh", "-c", _scripts.SERVER_KEEPER, "ac-server", server_source(),
+                   f"{exec_dirs.CONTAINER_DIR}/{exec_dirs.SOCKET_NAME}"]
+        if gateway is not None:
+            # The host relays the gateway through the exec directory; the server forwards 127.0.0.1:port to it.
+            forward_port = gateway[1]
+            command += [f"{exec_dirs.CONTAINER_DIR}/{exec_dirs.GATEWAY_NAME}", str(forward_port)]
+    elif gateway is not None:
         socket_path, forward_port = gateway
         mounts.append(["type=bind", f"source={socket_path}", f"target={_scripts.GATEWAY_SOCKET}", "readonly"])
         command += [_scripts.FORWARDER, _scripts.GATEWAY_SOCKET, str(forward_port)]
@@ -97,8 +128,8 @@ def plan_container(
         main_user = f"{os.getuid()}:{os.getgid()}"
     create: dict[str, Any] = dict(
         name=name,
-        labels={LABEL_MANAGED: "1", LABEL_RUN: run_id, LABEL_TASK: task_id},
-        envs={**base_env, **spec.env},
+        labels=labels,
+        envs=envs,
         workdir=spec.workdir,
         user=main_user,
         networks=[options.network if spec.network else "none"],
@@ -211,17 +242,22 @@ class Containers:
         filters = ["--filter", f"label={LABEL_MANAGED}=1"]
         if run_id:
             filters += ["--filter", f"label={LABEL_RUN}={run_id}"]
+        listing = ["ps", "--all", "--no-trunc", "--format", '{{.ID}} {{.Label "' + LABEL_EXEC_DIR + '"}}', *filters]
         try:
-            containers = self.engine.cli(["ps", "--all", "--quiet", "--no-trunc", *filters], self.timeout).split()
+            rows = [line.split() for line in self.engine.cli(listing, self.timeout).splitlines() if line.strip()]
         except (DockerException, EnvironmentUnavailable) as exc:
             raise EnvironmentUnavailable(f"cannot list containers ({detail(exc)}); {START_HINT}.") from None
-        if not containers:
-            return 0
-        try:
-            self.engine.cli(["rm", "--force", "--volumes", *containers], self.timeout + 0.5 * len(containers))
-        except (DockerException, EnvironmentUnavailable):  # one went away meanwhile (or is being removed)
-            for container in containers:
-                self.remove_quietly(container)
+        containers = [row[0] for row in rows]
+        if containers:
+            try:
+                self.engine.cli(["rm", "--force", "--volumes", *containers], self.timeout + 0.5 * len(containers))
+            except (DockerException, EnvironmentUnavailable):  # one went away meanwhile (or is being removed)
+                for container in containers:
+                    self.remove_quietly(container)
+        for row in rows:
+            if len(row) > 1:
+                exec_dirs.remove_exec_dir(row[1])
+        exec_dirs.prune_exec_dirs(run_id)
         return len(containers)
 
     def close(self) -> None:

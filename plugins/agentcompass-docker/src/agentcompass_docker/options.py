@@ -10,6 +10,8 @@ from agentcompass.errors import UsageError
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+#: The values of ``exec``.
+EXEC_MODES = ("server", "docker")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,6 +19,12 @@ class DockerOptions:
     """What ``--env-arg`` can set. Resource values, when given, override every task's
     :class:`~agentcompass.runtime.EnvironmentSpec`."""
 
+    #: How commands and file operations reach the container: ``server`` (an exec server inside it, over a
+    #: Unix socket: milliseconds per call) or ``docker`` (one ``docker exec`` per call, as before).
+    exec: str = "server"
+    #: Containers started ahead of the tasks that will take them (``exec=server`` only); unset: the run's
+    #: concurrency (at most 8) when it is above 1, else none.
+    prestart: int | None = None
     #: Leave containers running after close/teardown (for debugging); ``env prune`` removes them.
     keep: bool = False
     #: Memory limit for every container (docker syntax, e.g. ``4g``); default: the spec's.
@@ -62,6 +70,12 @@ class DockerOptions:
                 values[name] = _convert(raw, str(fields[name].type))
             except ValueError as exc:
                 raise UsageError(f"docker environment option {key}={raw!r}: {exc}") from None
+        if values.get("exec", "server") not in EXEC_MODES:
+            raise UsageError(
+                f"docker environment option exec={values['exec']!r}: expected one of {', '.join(EXEC_MODES)}"
+            )
+        if (values.get("prestart") or 0) < 0:
+            raise UsageError(f"docker environment option prestart={values['prestart']}: expected 0 or more")
         return cls(**values)
 
 

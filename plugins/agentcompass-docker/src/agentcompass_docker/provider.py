@@ -17,11 +17,15 @@ Isolation defaults: no network, memory/CPU/process limits from the spec, every c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import dataclasses
 import os
 import threading
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Coroutine, Hashable, Iterable, Mapping
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import InfrastructureError, describe
@@ -30,11 +34,13 @@ from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException
 
-from agentcompass_docker import _scripts
+from agentcompass_docker import _scripts, exec_dirs
 from agentcompass_docker.containers import (
     LABEL_MANAGED,
+    LABEL_POOL,
     LABEL_RUN,
     LABEL_TASK,
+    ContainerPlan,
     Containers,
     CreateTicket,
     is_root,
@@ -43,9 +49,40 @@ from agentcompass_docker.containers import (
 from agentcompass_docker.engine import Engine, detail
 from agentcompass_docker.images import BUILD_REPOSITORY, ImageInfo, Images, context_hash
 from agentcompass_docker.options import DockerOptions
+from agentcompass_docker.pool import WarmPool, pool_key
+from agentcompass_docker.server_protocol import Exchange, ServerGone
+from agentcompass_docker.server_session import ServerSession
 from agentcompass_docker.session import DockerSession
 
 log = get_logger(plugin="docker")
+
+#: The default pool size (``prestart`` unset) is the run's concurrency, at most this.
+AUTO_PRESTART_LIMIT = 8
+#: Providers set up for a run, by run id: how the ``agentcompass_run_started`` hook reaches them.
+_BY_RUN: weakref.WeakValueDictionary[str, DockerProvider] = weakref.WeakValueDictionary()
+
+
+def run_started(run_id: str, request: Any) -> None:
+    """The ``agentcompass_run_started`` hook (called by :mod:`agentcompass_docker.plugin`): tell the run's
+    provider its concurrency, trials and ``--max-environments``."""
+    provider = _BY_RUN.get(run_id)
+    if provider is not None:
+        provider.plan_run(
+            concurrency=int(getattr(request, "concurrency", 1) or 1),
+            trials=int(getattr(request, "trials", 1) or 1),
+            max_environments=getattr(request, "max_environments", None),
+        )
+
+
+@dataclasses.dataclass
+class Started:
+    """A container whose exec server answers (or that falls back to ``docker exec``), not yet a session's."""
+
+    container_id: str
+    plan: ContainerPlan
+    exec_dir: str
+    relay: asyncio.AbstractServer | None
+    fallback: str | None
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -67,6 +104,16 @@ class DockerProvider(EnvironmentProvider):
         self._sessions: dict[str, DockerSession] = {}
         self._closing: set[asyncio.Future[Any]] = set()
         self._gateway: tuple[str, int] | None = None
+        self._pool: WarmPool[Started] = WarmPool(self._start_pooled, self._room)
+        self._pool_specs: dict[Hashable, EnvironmentSpec] = {}
+        self._predicted: list[Hashable] = []
+        self._max_environments: int | None = None
+        self._starting = 0  # server containers being started (pool or cold)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._exec_dirs: set[str] = set()
+        self._relays: set[asyncio.AbstractServer] = set()
+        self._users: dict[tuple[str, str], asyncio.Future[tuple[int, int | None]]] = {}
+        self._fallbacks_logged: set[str] = set()
 
     @property
     def docker(self) -> Any:
@@ -82,8 +129,47 @@ class DockerProvider(EnvironmentProvider):
 
     async def setup(self, specs: Iterable[EnvironmentSpec], *, run_id: str) -> None:
         self.run_id = run_id
+        specs = list(specs)
         await self.check_engine()
-        await asyncio.gather(*(self.image_for(spec) for spec in list(specs)))
+        await asyncio.gather(*(self.image_for(spec) for spec in specs))
+        if self.options.exec == "server":
+            _BY_RUN[run_id] = self
+            for spec in specs:
+                key = pool_key(spec)
+                self._pool_specs.setdefault(key, spec)
+                self._predicted.append(key)
+            if self.options.prestart:
+                self._pool.size = self.options.prestart
+                self._pool.predict(self._predicted)
+                self._pool.refill()
+
+    def plan_run(self, *, concurrency: int, trials: int, max_environments: int | None) -> None:
+        """What the run will ask for (the run-started hook): the pool's size (``prestart``, else the
+        concurrency, at most 8, when it is above 1), the predicted opens (every task's spec once per trial)
+        and the bound on live containers."""
+        self._max_environments = max_environments
+        size = self.options.prestart
+        if size is None:
+            size = min(concurrency, AUTO_PRESTART_LIMIT) if concurrency > 1 else 0
+        if max_environments:
+            size = min(size, max_environments)
+        self._pool.size = size
+        self._pool.predict(self._predicted * max(trials, 1))
+        if size:
+            log.info("docker.pool_planned", prestart=size, predicted=len(self._predicted) * max(trials, 1))
+        self._pool.refill()
+
+    def _room(self) -> bool:
+        """Whether one more container may be started (``--max-environments`` counts every live one)."""
+        if not self._max_environments:
+            return True
+        return len(self._sessions) + self._pool.pending + self._starting < self._max_environments
+
+    def background(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` as a task that :meth:`drain` and :meth:`teardown` wait for."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def check_engine(self) -> None:
         """Raise :class:`~agentcompass.errors.EnvironmentUnavailable` unless the engine answers."""
@@ -107,6 +193,11 @@ class DockerProvider(EnvironmentProvider):
         self, spec: EnvironmentSpec, *, run_id: str, task_id: str, base_env: Mapping[str, str]
     ) -> DockerSession:
         image = await self.image_for(spec)
+        if self.options.exec == "server":
+            why = await self._server_unusable(image, spec)
+            if why is None:
+                return await self._open_server(spec, image, run_id=run_id, task_id=task_id, base_env=base_env)
+            self._log_fallback(image.ref, why)
         plan = plan_container(
             spec,
             self.options,
@@ -117,21 +208,7 @@ class DockerProvider(EnvironmentProvider):
             base_env=base_env,
             gateway=self._gateway,
         )
-        ticket = CreateTicket(plan.name)
-        start = asyncio.wrap_future(self.engine.submit(self.containers.create_and_start, plan, ticket))
-        start.add_done_callback(_consume)  # seen even when this caller gave up (the create cleans up itself)
-        try:
-            container_id = await asyncio.wait_for(asyncio.shield(start), self.options.start_timeout)
-        except TimeoutError:
-            self.containers.abandon(ticket)
-            raise InfrastructureError(
-                f"starting a container for task {task_id!r} took longer than {self.options.start_timeout:.0f} s"
-            ) from None
-        except asyncio.CancelledError:
-            self.containers.abandon(ticket)
-            raise
-        except DockerException as exc:
-            raise InfrastructureError(f"cannot start a container for task {task_id!r}: {detail(exc)}") from None
+        container_id = await self._create(plan, task_id)
         session = DockerSession(
             self,
             container_id=container_id,
@@ -153,6 +230,231 @@ class DockerProvider(EnvironmentProvider):
                 raise
         return session
 
+    async def _create(self, plan: ContainerPlan, task_id: str) -> str:
+        """Create and start ``plan``'s container (in a worker thread); its id. Failures and a start past
+        ``start_timeout`` are :class:`InfrastructureError`; a caller that gives up leaves nothing behind."""
+        what = f"task {task_id!r}" if task_id else "the warm pool"
+        ticket = CreateTicket(plan.name)
+        start = asyncio.wrap_future(self.engine.submit(self.containers.create_and_start, plan, ticket))
+        start.add_done_callback(_consume)  # seen even when this caller gave up (the create cleans up itself)
+        try:
+            return await asyncio.wait_for(asyncio.shield(start), self.options.start_timeout)
+        except TimeoutError:
+            self.containers.abandon(ticket)
+            raise InfrastructureError(
+                f"starting a container for {what} took longer than {self.options.start_timeout:.0f} s"
+            ) from None
+        except asyncio.CancelledError:
+            self.containers.abandon(ticket)
+            raise
+        except DockerException as exc:
+            raise InfrastructureError(f"cannot start a container for {what}: {detail(exc)}") from None
+
+    # -- exec=server -------------------------------------------------------------------------------------
+
+    def _log_fallback(self, image: str, why: str) -> None:
+        if image not in self._fallbacks_logged:
+            self._fallbacks_logged.add(image)
+            log.warning("docker.exec_fallback", image=image, reason=why)
+
+    async def _server_unusable(self, image: ImageInfo, spec: EnvironmentSpec) -> str | None:
+        """Why the exec server cannot serve this spec's user from this host (then ``docker exec``), or None."""
+        uid, _ = await self._uid_gid(image, spec)
+        if os.geteuid() in (0, uid):
+            return None
+        return (f"the session's user (uid {uid}) could not use a socket directory of this host's user "
+                f"(uid {os.geteuid()}); run agentcompass as root or as uid {uid}")
+
+    def _uid_gid(self, image: ImageInfo, spec: EnvironmentSpec) -> asyncio.Future[tuple[int, int | None]]:
+        """The numeric uid (and gid, if known) of the session's user, looked up in the image's /etc/passwd
+        once per image when it is a name."""
+        user = spec.user or image.user or "0"
+        key = (image.ref, user)
+        future = self._users.get(key)
+        if future is None:
+            future = asyncio.ensure_future(self.engine.call(self._lookup_user, image.ref, user))
+            self._users[key] = future
+        return future
+
+    def _lookup_user(self, image: str, user: str) -> tuple[int, int | None]:
+        name, _, group = user.partition(":")
+        gid = int(group) if group.isdigit() else None
+        if name in ("", "root"):
+            return 0, gid if group else 0
+        if name.isdigit():
+            return int(name), gid
+        try:
+            passwd = self.engine.cli(
+                ["run", "--rm", "--network", "none", "--user", "0", "--entrypoint", "cat", image, "/etc/passwd"],
+                self.options.start_timeout,
+            )
+        except (DockerException, InfrastructureError) as exc:
+            raise InfrastructureError(f"cannot look up user {name!r} in image {image}: {detail(exc)}") from None
+        for line in passwd.splitlines():
+            fields = line.split(":")
+            if len(fields) > 3 and fields[0] == name and fields[2].isdigit():
+                return int(fields[2]), gid if group else (int(fields[3]) if fields[3].isdigit() else None)
+        raise InfrastructureError(f"image {image} has no user {name!r} (its /etc/passwd does not name it)")
+
+    async def _start_server_container(self, spec: EnvironmentSpec, *, run_id: str, task_id: str) -> Started:
+        """Create and start a container running the exec server, and wait until it answers. ``task_id`` empty:
+        a pool container. Nothing is left behind on failure or cancellation."""
+        image = await self.image_for(spec)
+        uid, gid = await self._uid_gid(image, spec)
+        exec_dir = exec_dirs.make_exec_dir(run_id, uid, gid)
+        self._exec_dirs.add(exec_dir)
+        relay: asyncio.AbstractServer | None = None
+        container_id: str | None = None
+        self._starting += 1
+        try:
+            if self._gateway is not None:
+                relay = await self._relay(exec_dir)
+            plan = plan_container(
+                spec, self.options, image=image.ref, image_user=image.user, run_id=run_id, task_id=task_id,
+                base_env={}, gateway=self._gateway, exec_dir=exec_dir,
+            )
+            container_id = await self._create(plan, task_id)
+            if not is_root(plan.user):
+                await self.engine.call(self._make_writable, container_id, spec.workdir)
+            fallback = await self._wait_ready(container_id, plan.name, exec_dir)
+            if fallback is not None:
+                self._log_fallback(image.ref, fallback)
+            return Started(container_id, plan, exec_dir, relay, fallback)
+        except BaseException:
+            if relay is not None:
+                relay.close()
+                self._relays.discard(relay)
+            self._remove_soon(container_id, exec_dir)
+            raise
+        finally:
+            self._starting -= 1
+
+    async def _start_pooled(self, key: Hashable) -> Started:
+        started = await self._start_server_container(self._pool_specs[key], run_id=self.run_id, task_id="")
+        log.debug("docker.pool_ready", container=started.plan.name)
+        return started
+
+    def _make_writable(self, container_id: str, workdir: str) -> None:
+        """Let a non-root session user write the working directory (a ``docker exec`` as root)."""
+        with contextlib.suppress(DockerException):
+            self.engine.docker.container.execute(
+                container_id, ["sh", "-c", _scripts.MAKE_WRITABLE, "ac-init", workdir], user="0"
+            )
+
+    async def _wait_ready(self, container_id: str, name: str, exec_dir: str) -> str | None:
+        """Wait until the exec server answers (None), or it says it cannot run (why: ``docker exec`` then).
+        The container going away meanwhile, or ``start_timeout`` passing, is an InfrastructureError."""
+        loop = asyncio.get_running_loop()
+        socket_path = os.path.join(exec_dir, exec_dirs.SOCKET_NAME)
+        marker = os.path.join(exec_dir, exec_dirs.NO_SERVER_NAME)
+        started = loop.time()
+        check_at = started + 1.0
+        delay = 0.002
+        while True:
+            try:
+                exchange = await Exchange.open(socket_path, {"op": "ping"})
+                try:
+                    await exchange.reply(lambda kind, payload: None)
+                finally:
+                    exchange.close()
+                return None
+            except ServerGone:
+                pass
+            if os.path.exists(marker):  # noqa: ASYNC240 - one stat of a local directory entry
+                why = await asyncio.to_thread(Path(marker).read_text, encoding="utf-8", errors="replace")
+                return why.strip() or "the exec server did not start"
+            now = loop.time()
+            if now >= check_at:
+                reason = await self.engine.call(self.containers.gone_reason, container_id)
+                if reason is not None:
+                    raise InfrastructureError(f"the container {name} {reason} while its exec server started")
+                check_at = now + 1.0
+            if now - started > self.options.start_timeout:
+                raise InfrastructureError(
+                    f"the exec server of container {name} did not start within {self.options.start_timeout:.0f} s"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.02)
+
+    async def _relay(self, exec_dir: str) -> asyncio.AbstractServer:
+        """A Unix socket in the exec directory that relays to the model gateway (so that the server, running as
+        the session's user, reaches a socket only the host's user may open)."""
+        assert self._gateway is not None
+        gateway_socket = self._gateway[0]
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                up_reader, up_writer = await asyncio.open_unix_connection(gateway_socket)
+            except OSError:
+                writer.close()
+                return
+            try:
+                await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+            finally:
+                writer.close()
+                up_writer.close()
+
+        path = os.path.join(exec_dir, exec_dirs.GATEWAY_NAME)
+        server = await asyncio.start_unix_server(handle, path=path)
+        os.chmod(path, 0o666)  # the directory (0700, the session user's) is what keeps others out
+        self._relays.add(server)
+        return server
+
+    async def _open_server(
+        self, spec: EnvironmentSpec, image: ImageInfo, *, run_id: str, task_id: str, base_env: Mapping[str, str]
+    ) -> DockerSession:
+        key = pool_key(spec)
+        pooled = self._pool.take(key) if run_id == self.run_id else None
+        started: Started | None = None
+        if pooled is not None:
+            try:
+                started = await asyncio.wait_for(asyncio.shield(pooled), self.options.start_timeout)
+            except asyncio.CancelledError:
+                self.background(_discard(pooled, self))
+                raise
+            except Exception as exc:
+                log.warning("docker.pool_start_failed", error=describe(exc))
+            else:
+                log.debug("docker.pool_taken", container=started.plan.name, task_id=task_id)
+        self._pool.refill()
+        if started is None:
+            started = await self._start_server_container(spec, run_id=run_id, task_id=task_id)
+        plan = started.plan
+        session = ServerSession(
+            self,
+            exec_dir=started.exec_dir,
+            base_env=base_env,
+            fallback=started.fallback,
+            container_id=started.container_id,
+            name=plan.name,
+            spec=spec,
+            user=plan.user,
+            memory=plan.memory,
+            task_id=task_id,
+            forward_port=plan.forward_port if started.fallback else None,
+        )
+        session.relay = started.relay
+        self._sessions[started.container_id] = session
+        return session
+
+    def _remove_soon(self, container_id: str | None, exec_dir: str | None) -> asyncio.Future[Any]:
+        """Remove a container and its exec directory in a worker thread (tracked: teardown waits)."""
+
+        def remove() -> None:
+            try:
+                if container_id is not None:
+                    self.containers.remove_quietly(container_id)
+            finally:
+                if exec_dir is not None:
+                    exec_dirs.remove_exec_dir(exec_dir)
+
+        future = asyncio.wrap_future(self.engine.submit(remove))
+        self._closing.add(future)
+        future.add_done_callback(self._closing.discard)
+        if exec_dir is not None:
+            future.add_done_callback(lambda _: self._exec_dirs.discard(exec_dir))
+        return future
+
     async def close(self, session: EnvironmentSession) -> None:
         if not isinstance(session, DockerSession) or session.provider is not self:
             return
@@ -163,10 +465,14 @@ class DockerProvider(EnvironmentProvider):
                 done.set_result(None)
                 session._close_future = done
             else:
-                future = asyncio.wrap_future(self.engine.submit(self.containers.remove_quietly, session.container_id))
+                exec_dir = None
+                if isinstance(session, ServerSession):
+                    exec_dir = session.exec_dir
+                    if session.relay is not None:
+                        session.relay.close()
+                        self._relays.discard(session.relay)
+                future = self._remove_soon(session.container_id, exec_dir)
                 session._close_future = future
-                self._closing.add(future)
-                future.add_done_callback(self._closing.discard)
                 if len(self._closing) <= self.options.removal_backlog:
                     # The container is stopped for good (the session refuses further use); its removal goes on
                     # in the background, and teardown (on every path, Ctrl-C included) waits for it.
@@ -182,6 +488,8 @@ class DockerProvider(EnvironmentProvider):
     async def drain(self) -> None:
         """Wait until every removal started by ``close`` has finished, and every background hunt for the
         processes of a cancelled ``exec``."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.options.close_timeout)
         if self._closing:
             await asyncio.wait(set(self._closing), timeout=self.options.close_timeout)
         await self.engine.idle(self.options.close_timeout)
@@ -195,8 +503,13 @@ class DockerProvider(EnvironmentProvider):
         before it exits.
         """
         self.containers.close()  # first of all: no create may start from now on
+        for task in self._pool.close():
+            task.cancel()  # a pool start cleans up after itself; a started one is removed by the sweep below
         for session in list(self._sessions.values()):
             session._shutdown()
+        for relay in list(self._relays):
+            relay.close()
+        self._relays.clear()
         sweep: Future[int] = Future()
 
         def run_sweep() -> None:
@@ -217,6 +530,12 @@ class DockerProvider(EnvironmentProvider):
             log.warning("docker.teardown_incomplete", run_id=self.run_id, error=describe(exc))
         finally:
             self._sessions.clear()
+            if not self.options.keep:
+                for exec_dir in list(self._exec_dirs):
+                    exec_dirs.remove_exec_dir(exec_dir)
+                self._exec_dirs.clear()
+            if _BY_RUN.get(self.run_id) is self:
+                del _BY_RUN[self.run_id]
             self.engine.shutdown()
 
     async def prune(self, run_id: str | None = None) -> int:
@@ -225,13 +544,36 @@ class DockerProvider(EnvironmentProvider):
         return await self.engine.call(self.containers.prune, run_id)
 
 
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy one direction of a relayed connection, then half-close it."""
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except OSError:
+        writer.close()
+
+
+async def _discard(pooled: asyncio.Future[Started], provider: DockerProvider) -> None:
+    """A pool container handed to an open that was cancelled: remove it once it has started."""
+    with contextlib.suppress(BaseException):
+        started = await pooled
+        if started.relay is not None:
+            started.relay.close()
+        await provider._remove_soon(started.container_id, started.exec_dir)
+
+
 __all__ = [
     "BUILD_REPOSITORY",
     "LABEL_MANAGED",
+    "LABEL_POOL",
     "LABEL_RUN",
     "LABEL_TASK",
     "DockerProvider",
     "DockerSession",
     "ImageInfo",
+    "ServerSession",
     "context_hash",
 ]

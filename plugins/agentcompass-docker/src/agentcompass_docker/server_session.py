@@ -1,0 +1,267 @@
+"""A session whose commands and file operations go to the container's exec server (``_exec_server``) over its
+Unix socket (``server_protocol``) instead of ``docker exec``: about a millisecond per call instead of tens.
+
+The contract is :class:`~agentcompass_docker.session.DockerSession`'s: the same results, the same batched
+writes (they ride along with the next request), the same errors. What is new: the base environment travels
+with every ``exec`` (so a container can be started before its task is known), and a server that cannot be
+reached, or stops mid-request, is an :class:`~agentcompass.errors.InfrastructureError` naming what happened
+to the container (removed, killed, ...) or to the server. Timeouts are enforced by the server (it kills the
+exec's processes) and, should it not answer within :data:`HOST_GRACE` more, by the host.
+
+A session opened in a container whose image cannot run the server (no ``python3``) falls back to the
+``docker exec`` path of its base class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import posixpath
+import secrets
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentcompass.errors import InfrastructureError
+from agentcompass.runtime.types import ExecResult
+
+from agentcompass_docker import exec_dirs
+from agentcompass_docker.engine import file_error
+from agentcompass_docker.exec_protocol import CANCEL_KILL_WINDOW, ExecOutput, exec_result
+from agentcompass_docker.server_protocol import Exchange, ServerGone
+from agentcompass_docker.session import KILLED_SETTLE, DockerSession
+from agentcompass_docker.tar import extract_download, tar_for_upload
+
+if TYPE_CHECKING:
+    from agentcompass_docker.provider import DockerProvider
+
+#: Seconds past an exec's timeout the host waits for the server's answer before it gives up on the server.
+HOST_GRACE = 15.0
+
+
+def _nothing() -> None:
+    pass
+
+
+class ServerSession(DockerSession):
+    """One container driven through its exec server. Created by :meth:`DockerProvider.open` only.
+
+    :param exec_dir: the host directory holding the server's socket.
+    :param base_env: the session's base environment, sent with every ``exec`` (under the spec's ``env``).
+    :param fallback: why the server is not used (the image cannot run it), or None.
+    """
+
+    def __init__(
+        self, provider: DockerProvider, *, exec_dir: str, base_env: Mapping[str, str], fallback: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(provider, **kwargs)
+        self.exec_dir = exec_dir
+        self.socket = os.path.join(exec_dir, exec_dirs.SOCKET_NAME)
+        self.base_env = {**base_env, **self.spec.env}  # the spec's variables win, as in the container's own
+        self.fallback = fallback
+        #: The host side of the gateway relay in ``exec_dir`` (closed with the session), or None.
+        self.relay: asyncio.AbstractServer | None = None
+
+    # -- the server ----------------------------------------------------------------------------------
+
+    async def _gone(self, what: str, why: str) -> InfrastructureError:
+        """The error for a server that stopped answering: what happened to the container, else to the server."""
+        error = await self.engine.call(self._gone_error, what, KILLED_SETTLE)
+        if error is not None:
+            return error
+        return InfrastructureError(
+            f"the exec server of container {self.name} (task {self.task_id!r}) {why} during {what}"
+        )
+
+    async def _request(
+        self, what: str, header: dict[str, Any], data: bytes | None = None, *, sink: bytearray | None = None,
+        landed: asyncio.Future[None] | None = None,
+    ) -> dict[str, Any]:
+        """One request; ``D`` frames go to ``sink``. Raises InfrastructureError when the server is gone and the
+        batched-write error when a write that rode along failed."""
+        if self.closed:
+            raise self._closed_error()
+
+        def on_frame(kind: bytes, payload: bytes) -> None:
+            if kind == b"D" and sink is not None:
+                sink.extend(payload)
+            elif kind == b"W":
+                self._writes.resolve(landed)
+
+        try:
+            exchange = await Exchange.open(self.socket, header, data)
+            try:
+                reply = await exchange.reply(on_frame)
+            finally:
+                exchange.close()
+        except ServerGone as exc:
+            raise await self._gone(what, str(exc)) from None
+        _raise_batched(reply)
+        return reply
+
+    async def _send_writes(self, args: list[str]) -> None:
+        if self.fallback:
+            return await super()._send_writes(args)
+        await self._request("a batched write", {"op": "puts", "writes": args[1:]})
+
+    # -- EnvironmentSession ------------------------------------------------------------------------------
+
+    async def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        if self.fallback:
+            return await super().exec(argv, timeout=timeout, env={**self.base_env, **(env or {})}, cwd=cwd)
+        if not argv:
+            raise ValueError("exec needs a command")
+        header: dict[str, Any] = {
+            "op": "exec",
+            "argv": [str(a) for a in argv],
+            "env": {**self.base_env, **(env or {})},
+            "cwd": self.path(cwd) if cwd else self.workdir,
+            "timeout": timeout,
+            "id": secrets.token_hex(16),
+        }
+        output = ExecOutput(b"\x1e" + secrets.token_hex(16).encode(), _nothing)  # no marker lines: never matches
+        cut = [0, 0]
+        writes, landed = await self._writes.take()
+        header["writes"] = writes[1:]
+        exchange: Exchange | None = None
+        try:
+            try:
+                exchange = await Exchange.open(self.socket, header)
+            except ServerGone as exc:
+                raise await self._gone("exec", str(exc)) from None
+
+            def on_frame(kind: bytes, payload: bytes) -> None:
+                if kind == b"O":
+                    output.feed("stdout", payload)
+                elif kind == b"R":
+                    output.feed("stderr", payload)
+                elif kind == b"W":
+                    self._writes.resolve(landed)
+
+            bound = None if timeout is None else max(timeout, 0.0) + HOST_GRACE
+            try:
+                reply = await asyncio.wait_for(exchange.reply(on_frame), bound)
+            except TimeoutError:
+                raise InfrastructureError(
+                    f"the exec server of container {self.name} (task {self.task_id!r}) did not end a timed-out "
+                    f"exec within {HOST_GRACE:.0f} s"
+                ) from None
+            except ServerGone as exc:
+                raise await self._gone("exec", str(exc)) from None
+            except asyncio.CancelledError:
+                # The caller gave up: the server kills the processes; its answer is awaited in the background.
+                self.provider.background(_finish_cancelled(exchange))
+                exchange = None
+                raise
+        finally:
+            self._writes.resolve(landed)
+            if exchange is not None:
+                exchange.close()
+        _raise_batched(reply)
+        cut = [*(int(n) for n in reply.get("cut") or ()), 0, 0]
+        output.cut["stdout"] += cut[0]
+        output.cut["stderr"] += cut[1]
+        oom = [*(reply.get("oom") or ()), "-", "-"][:2]
+        output.trailer = [str(reply.get("status", -1)).encode(), str(oom[0]).encode(), str(oom[1]).encode()]
+        return exec_result(output, timed_out=bool(reply.get("timed_out")), docker_rc=None, memory=self.memory)
+
+    async def read_bytes(self, path: str) -> bytes:
+        if self.fallback:
+            return await super().read_bytes(path)
+        target = self.path(path)
+        sink = bytearray()
+        writes, landed = await self._writes.take()
+        try:
+            reply = await self._request("read_bytes", {"op": "read", "writes": writes[1:], "path": target},
+                                        sink=sink, landed=landed)
+        finally:
+            self._writes.resolve(landed)
+        _raise_file_error(reply, target)
+        return bytes(sink)
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        if self.fallback:
+            return await super().write_bytes(path, data)
+        target = self.path(path)
+        data = bytes(data)
+        if self._writes.accepts(data):
+            await self._writes.add(target, data)
+            return
+        writes, landed = await self._writes.take()
+        try:
+            reply = await self._request("write_bytes", {"op": "write", "writes": writes[1:], "path": target}, data,
+                                        landed=landed)
+        finally:
+            self._writes.resolve(landed)
+        _raise_file_error(reply, target)
+
+    async def upload(self, local_path: str | Path, path: str) -> None:
+        if self.fallback:
+            return await super().upload(local_path, path)
+        target = self.path(path)
+        directory, data = await asyncio.to_thread(tar_for_upload, Path(local_path), target)
+        writes, landed = await self._writes.take()
+        try:
+            reply = await self._request("upload", {"op": "untar", "writes": writes[1:], "dir": directory}, data,
+                                        landed=landed)
+        finally:
+            self._writes.resolve(landed)
+        _raise_file_error(reply, directory)
+
+    async def download(self, path: str, local_path: str | Path) -> None:
+        if self.fallback:
+            return await super().download(path, local_path)
+        target = self.path(path)
+        if target == "/":
+            raise ValueError("cannot download the container's root directory")
+        sink = bytearray()
+        writes, landed = await self._writes.take()
+        try:
+            reply = await self._request("download", {"op": "tar", "writes": writes[1:], "path": target}, sink=sink,
+                                        landed=landed)
+        finally:
+            self._writes.resolve(landed)
+        _raise_file_error(reply, target)
+        await asyncio.to_thread(extract_download, bytes(sink), posixpath.basename(target), Path(local_path))
+
+
+def _raise_batched(reply: Mapping[str, Any]) -> None:
+    error = reply.get("error")
+    if isinstance(error, dict) and error.get("batched"):
+        raise file_error("(batched write)", str(error.get("message", "")))
+
+
+def _raise_file_error(reply: Mapping[str, Any], path: str) -> None:
+    """Raise the ``OSError`` a file request's reply stands for: an ``error`` (errno), or a tool's status."""
+    error = reply.get("error")
+    if isinstance(error, dict):
+        number = error.get("errno")
+        message = str(error.get("message") or f"cannot access {path}")
+        if isinstance(number, int) and number in errno.errorcode:
+            raise OSError(number, message, path)
+        raise file_error(path, message)
+    if reply.get("status", 0) != 0:
+        raise file_error(path, str(reply.get("stderr") or ""))
+
+
+async def _finish_cancelled(exchange: Exchange) -> None:
+    """Ask the server to kill a cancelled exec's processes and wait (bounded) until it says it has."""
+    try:
+        exchange.cancel()
+        await asyncio.wait_for(exchange.reply(lambda kind, payload: None), CANCEL_KILL_WINDOW)
+    except (ServerGone, TimeoutError, OSError):
+        pass
+    finally:
+        exchange.close()
+
+
+__all__ = ["ServerSession"]
