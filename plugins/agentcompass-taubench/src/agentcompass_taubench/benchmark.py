@@ -102,10 +102,10 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
     Options (``-b key=value``): ``domain`` (``mock``, ``airline``, ``retail``, ``telecom`` or a comma list;
     default ``mock``), ``split`` (``base``, ``train``, ``test``; default ``base``), ``data_dir`` (another copy
     of tau2's ``data/tau2``), ``task_set`` (the task file in each domain's directory; default ``tasks.json``,
-    telecom's ``tasks_small.json``), ``max_steps`` (200), ``max_errors`` (10), ``nl_assertions`` (``judge``, or ``exclude``
-    to leave out the tasks whose reward needs the judge), ``user_temperature`` (0), ``timeout`` (seconds for
-    the runner; default: the run phase's), ``enforce_communication_protocol`` (false), ``bake`` (true: under
-    docker the runner and the data are built into the image).
+    telecom's ``tasks_small.json``), ``max_steps`` (200), ``max_errors`` (10), ``nl_assertions`` (``judge``,
+    or ``exclude`` to leave out the tasks whose reward needs the judge), ``user_temperature`` (0), ``timeout``
+    (seconds for the runner; default: the run phase's), ``enforce_communication_protocol`` (false), ``bake``
+    (true: under docker the runner and the data are built into the image).
     """
 
     name: ClassVar[str] = "taubench"
@@ -120,8 +120,8 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         binary=True,
     )
     OPTIONS: ClassVar[tuple[str, ...]] = (
-        "domain", "split", "data_dir", "task_set", "max_steps", "max_errors", "nl_assertions", "user_temperature", "timeout",
-        "enforce_communication_protocol", "bake",
+        "domain", "split", "data_dir", "task_set", "max_steps", "max_errors", "nl_assertions", "user_temperature",
+        "timeout", "enforce_communication_protocol", "bake",
     )
 
     def __init__(self, **options: Any) -> None:
