@@ -235,6 +235,7 @@
       el("div", null, [el("div", { cls: "muted small", text: "mean over completed only" }),
         el("div", { cls: "big", text: fmt(m.mean_completed) }),
         el("div", { cls: "muted small", text: fmtInt(m.n_completed) + " completed, " + fmtInt(m.n_errored) + " errored" })]),
+      passOne(run),
       el("div", null, [el("div", { cls: "muted small", text: "tasks" }),
         el("div", { cls: "big", text: fmtInt(s.n_tasks) }),
         el("div", { cls: "muted small", text: fmtInt(s.n_finished) + " results finished" + (s.trials > 1 ? " (" + s.trials + " trials each)" : "") })]),
@@ -248,6 +249,14 @@
       plural(s.n_tasks || 0, "task") + " of " + h.benchmark + (s.trials > 1 ? ", " + s.trials + " trials each" : "") +
       ": mean " + labelOf(run, primaryOf(run)) + " " + fmt(m.mean) + (m.ci95 ? " (95% CI " + fmt(m.ci95[0]) + " to " + fmt(m.ci95[1]) + ")" : "") +
       ", " + (errors ? plural(errors, "result") + " ended in an error (counted as 0)." : "no result ended in an error.");
+  }
+  function passOne(run) {
+    var pk = ((run.summary || {}).metrics || {}).pass_k || [];
+    if (!pk.length) return null;
+    return el("div", null, [el("div", { cls: "muted small", text: "pass@1 (share of trials that succeed)" }),
+      el("div", { cls: "big", text: fmt(pk[0].pass_at_k) }),
+      el("div", { cls: "muted small", text: pk.length > 1 ? "pass@" + pk.length + " " + fmt(pk[pk.length - 1].pass_at_k) +
+        " · pass^" + pk.length + " " + fmt(pk[pk.length - 1].pass_hat_k) : "errored trials count as failures" })]);
   }
   function metricsTable(run) {
     var s = run.summary || {}, metrics = s.metrics || {}, rowsOut = [];
@@ -278,7 +287,7 @@
   }
   function passKTable(run) {
     var s = run.summary || {}, pk = ((s.metrics || {}).pass_k) || [];
-    if (!pk.length) return null;
+    if (!pk.length || (pk.length === 1 && runs.length === 1)) return null;  // one trial: pass@1 is in the headline
     var cats = (s.metrics || {}).by_category || {};
     var head = ["group"].concat(pk.map(function (p) { return "pass@" + p.k; }), pk.map(function (p) { return "pass^" + p.k; }));
     function line(group, list) {
@@ -319,8 +328,10 @@
       var x0 = L + gi * gw + (gw - bw * series.length) / 2;
       series.forEach(function (s, si) {
         var v = s.values[gi];
-        if (v == null || (opts.integer && !v)) return;
+        if (v == null) return;
         var h = plotH * Math.max(v, 0) / maxV, x = x0 + si * bw;
+        if (opts.integer) nodes.push(svg("text", { x: x + bw / 2, y: T + plotH - h - 3, "text-anchor": "middle", text: v }));
+        if (opts.integer && !v) return;
         var rect = svg("rect", { x: x + 1, y: T + plotH - h, width: Math.max(bw - 2, 1), height: Math.max(h, 0.5),
                                 fill: (s.colors && s.colors[gi]) || s.color });
         rect.appendChild(svg("title", { text: g + " · " + s.name + ": " + (opts.integer ? v : fmt(v)) }));
@@ -437,6 +448,7 @@
       summaryHost.appendChild(el("div", { id: "status-" + r }, statusChips(run.summary || {})));
       if (run.summary && run.summary.interrupted) summaryHost.appendChild(el("div", { cls: "box note", text: "The run was interrupted: unfinished tasks count as CANCELLED." }));
       if (run.summary && run.summary.stopped_reason) summaryHost.appendChild(el("div", { cls: "box note", text: "Stopped: " + run.summary.stopped_reason }));
+      if (runs.length === 1) summaryHost.appendChild(el("div", { cls: "charts" }, [categoryChart(), distributionChart()]));
       summaryHost.appendChild(el("h3", { text: "Metrics overall and per category" }));
       summaryHost.appendChild(metricsTable(run));
       var pk = passKTable(run);
@@ -444,8 +456,10 @@
     });
     var cmp = comparisonSection();
     if (cmp) summaryHost.appendChild(cmp);
-    summaryHost.appendChild(el("h2", { text: "Charts" }));
-    summaryHost.appendChild(el("div", { cls: "charts" }, [categoryChart(), distributionChart()]));
+    if (runs.length > 1) {
+      summaryHost.appendChild(el("h2", { text: "Charts" }));
+      summaryHost.appendChild(el("div", { cls: "charts" }, [categoryChart(), distributionChart()]));
+    }
   }
 
   // ---- the task table (virtualised: only the visible rows exist) ------------------------------------------
