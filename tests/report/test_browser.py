@@ -83,6 +83,12 @@ def test_report_of_the_readme_run_shows_its_metrics_tasks_and_a_trajectory(brows
     assert sorted(table_tasks(browser)) == sorted(r["task_id"] for r in results_of(run))
     browser.save_screenshot(str(artifacts / "main-report.png"))
 
+    # sorting by a column, twice for the other direction
+    scores = sorted((r["metrics"]["score"], r["task_id"]) for r in results_of(run))
+    browser.find_element(By.CSS_SELECTOR, "#task-head [data-key='score']").click()
+    assert browser.find_element(By.CSS_SELECTOR, "#task-rows .trow .num").text == f"{scores[0][0]:.3f}"
+    browser.find_element(By.CSS_SELECTOR, "#task-head [data-key='score']").click()
+    assert browser.find_element(By.CSS_SELECTOR, "#task-rows .trow .num").text == f"{scores[-1][0]:.3f}"
     # the category filter, then a task's conversation with its tool call
     Select(browser.find_element(By.ID, "filter-category")).select_by_value("create")
     expected = sorted(r["task_id"] for r in results_of(run) if r["category"] == "create")
