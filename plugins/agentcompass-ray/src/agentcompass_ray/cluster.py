@@ -19,7 +19,6 @@ from agentcompass.errors import UsageError
 
 from agentcompass_ray.options import RayOptions
 
-
 #: The address of a local instance: loopback (Ray turns 127.0.0.1 itself into the machine's network address).
 LOCAL_NODE_IP = "127.0.10.1"
 

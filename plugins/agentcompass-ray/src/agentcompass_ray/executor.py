@@ -73,6 +73,8 @@ class RayExecutor(Executor):
         self._wanted = 0
         self._changed = asyncio.Condition()
         self._replenishing: asyncio.Task[None] | None = None
+        #: Attempts sent to each node (by address), for the run's log.
+        self._dispatched: dict[str, int] = {}
 
     # -- before the run ------------------------------------------------------------------------------
 
@@ -105,8 +107,6 @@ class RayExecutor(Executor):
         if problems:
             raise UsageError("some Ray nodes cannot run this run: " + "; ".join(problems)
                              + ". Install the same agentcompass plugins on every node")
-        get_logger().info("ray.workers_ready", nodes=[a.node.address for a in actors],
-                          slots=[a.node.slots for a in actors], demand=self._demand)
 
     def _spawn(self, node: NodeSlots) -> _Actor:
         import ray
@@ -152,10 +152,14 @@ class RayExecutor(Executor):
 
     async def execute(self, attempts: AttemptSource, context: ExecutionContext) -> None:
         url = self._gateway_url(context)
+        log = get_logger()
+        log.info("ray.workers_ready", nodes=[a.node.address for a in self._actors],
+                 slots=[a.node.slots for a in self._actors], demand=self._demand, gateway=url)
         workers = [asyncio.create_task(self._worker(attempts, context, url)) for _ in range(self._wanted)]
         try:
             await asyncio.gather(*workers)
         finally:
+            log.info("ray.finished", attempts_by_node=dict(self._dispatched))
             for w in workers:
                 w.cancel()
             await asyncio.wait(workers)  # each cancels its remote attempt and waits for it to close
@@ -188,6 +192,7 @@ class RayExecutor(Executor):
                 attempts.report(grant.fail("no Ray worker is left to run it (every node is gone)"))
                 continue
             ref = actor.handle.run.remote(grant.attempt)
+            self._dispatched[actor.node.address] = self._dispatched.get(actor.node.address, 0) + 1
             try:
                 returned = await ref
             except asyncio.CancelledError:
