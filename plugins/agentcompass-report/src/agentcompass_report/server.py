@@ -57,6 +57,8 @@ class ViewState:
     runs: list[RunFiles]
     redactor: Redactor
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+    #: The last summary answer and the version it was built at (polls of an unchanged run reuse it).
+    _cached: tuple[str, dict[str, Any]] | None = None
 
     def refresh(self) -> None:
         for r in self.runs:
@@ -66,12 +68,17 @@ class ViewState:
         return "-".join(".".join(str(v) for v in r.version()) for r in self.runs)
 
     def summary(self) -> dict[str, Any]:
+        version = self.version()
+        if self._cached is not None and self._cached[0] == version:
+            return self._cached[1]
         out = []
         for r in self.runs:
             summary, live = summary_of(r)
             out.append({"header": header(r), "summary": summary, "live": live, "warnings": r.warnings[-50:],
                         "n_rows": len(r.results), "replaced": r.replaced})
-        return {"version": self.version(), "runs": out, "comparisons": comparisons(self.runs)}
+        answer = {"version": version, "runs": out, "comparisons": comparisons(self.runs)}
+        self._cached = (version, answer)
+        return answer
 
 
 def _json(state: ViewState, value: Any, status: int = 200) -> web.Response:
