@@ -1,18 +1,26 @@
-"""Per-task cost of the ``docker`` environment against plain ``docker run --rm``, on this machine's engine.
+"""Per-task cost of the ``docker`` environment against plain ``docker run --rm``, on this machine's engine, and
+the latency of one ``exec``.
 
 Workload per task, through the provider: open a container → exec ``true`` → write a file → read it back →
 close. Baseline per task: ``docker run --rm --network none python:3.11-slim sh -c 'true; write; read'``
 (one container doing the same work, driven through python-on-whales as well). Each at concurrency 1 and 8.
 
-Variants: ``default`` (small writes batched into the next call), ``no-batching`` (``write_delay=0``: every
-write is its own docker call), ``gateway`` (default plus a model-gateway socket, so every container also
-starts the forwarder). Cells are interleaved: each of ``--rounds`` rounds runs n/rounds tasks of every
-variant in turn, so a change in the machine's load affects all of them alike.
+Variants: ``server`` (the default: the exec server inside the container, small writes batched into the next
+request), ``pool`` (``server`` plus ``prestart=<concurrency>``: containers started ahead of their tasks),
+``docker`` (``exec=docker``: one ``docker exec`` per call, the old path), ``no-batching`` (``server`` with
+``write_delay=0``), ``gateway`` (``server`` plus a model-gateway socket, so every container also relays it).
+Each round sets every variant up afresh (as a run does: ``setup`` with one spec per task, the pool predicting
+exactly those), untimed, then times its tasks; rounds are interleaved, so a change in the machine's load
+affects all variants alike.
 
-Prints, per variant and concurrency: median and p95 seconds per task, tasks per second, and the ratio to the
-baseline (median time, and throughput). Figures are printed, not asserted.
+Prints, per variant and concurrency: median and p95 seconds per task, tasks per second, the ratio to the
+baseline (median time, and throughput: baseline tps / variant tps, so below 1 is faster), and where a task's
+time goes (median open / exec / write+read / close, ms). Then, unless ``--no-latency``: one ``exec`` of
+``true`` through a session (median, p95, ms) on each path, against ``docker exec`` of the same container.
+Figures are printed, not asserted.
 
 Usage: uv run python bench/docker_env.py [--n 100] [--concurrency 1 8] [--rounds 5] [--variants ...]
+       [--latency-n 200] [--no-latency]
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import os
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,29 +63,46 @@ async def timed_tasks(n: int, concurrency: int, task: Callable[[int], Awaitable[
 
 
 class ProviderVariant:
-    """The provider workload; set up once, run in rounds."""
+    """The provider workload; a fresh provider (a fresh "run") per round, set up untimed."""
 
-    def __init__(self, run_id: str, gateway: str | None, **options: str) -> None:
-        self.run_id, self.gateway = run_id, gateway
-        self.provider = DockerProvider(**options)
-        self.spec = EnvironmentSpec(image=IMAGE)
+    def __init__(self, name: str, gateway: str | None, **options: str) -> None:
+        self.name, self.gateway, self.options = name, gateway, options
+        self.provider: DockerProvider | None = None
+        self.run_id = ""
+        self.phases: dict[str, list[float]] = {"open": [], "exec": [], "io": [], "close": []}
+        self.rounds = 0
 
-    async def setup(self) -> None:
-        await self.provider.setup([self.spec], run_id=self.run_id)
+    async def start_round(self, tasks: int, concurrency: int) -> None:
+        self.rounds += 1
+        self.run_id = f"bench-{self.name}-{concurrency}-{os.getpid()}-{self.rounds}"
+        self.provider = DockerProvider(**self.options)
+        specs = [EnvironmentSpec(image=IMAGE) for _ in range(tasks)]  # one per task, as a benchmark makes them
+        await self.provider.setup(specs, run_id=self.run_id)
         if self.gateway:
             self.provider.gateway_address(host="127.0.0.1", port=8765, unix_socket=self.gateway)
+        self.provider.plan_run(concurrency=concurrency, trials=1, max_environments=None)
 
     async def task(self, i: int) -> None:
-        session = await self.provider.open(self.spec, run_id=self.run_id, task_id=f"t{i}", base_env={})
+        assert self.provider is not None
+        t0 = time.perf_counter()
+        session = await self.provider.open(EnvironmentSpec(image=IMAGE), run_id=self.run_id, task_id=f"t{i}",
+                                           base_env={})
+        t1 = time.perf_counter()
         try:
             result = await session.exec(["true"])
             assert result.returncode == 0, result
+            t2 = time.perf_counter()
             await session.write_text("data.txt", PAYLOAD)
             assert await session.read_text("data.txt") == PAYLOAD
+            t3 = time.perf_counter()
         finally:
             await self.provider.close(session)
+        t4 = time.perf_counter()
+        for phase, seconds in zip(self.phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            self.phases[phase].append(seconds)
 
-    async def teardown(self) -> None:
+    async def end_round(self) -> None:
+        assert self.provider is not None
         await self.provider.teardown()
 
 
@@ -87,7 +113,10 @@ class BaselineVariant:
         self.pool = ThreadPoolExecutor(max(concurrency, 4))
         self.script = f"true && printf %s '{PAYLOAD}' > /tmp/data.txt && cat /tmp/data.txt"
 
-    async def setup(self) -> None:
+    async def start_round(self, tasks: int, concurrency: int) -> None:
+        pass
+
+    async def end_round(self) -> None:
         pass
 
     def blocking(self) -> None:
@@ -97,7 +126,7 @@ class BaselineVariant:
     async def task(self, i: int) -> None:
         await asyncio.get_running_loop().run_in_executor(self.pool, self.blocking)
 
-    async def teardown(self) -> None:
+    def close(self) -> None:
         self.pool.shutdown()
 
 
@@ -119,17 +148,27 @@ def serve_dummy_socket(directory: str) -> str:
     return path
 
 
+VARIANTS = ("server", "pool", "docker", "no-batching", "gateway")
+
+
+def variant_options(name: str, concurrency: int) -> dict[str, str]:
+    if name == "pool":
+        return {"prestart": str(concurrency)}
+    if name == "docker":
+        return {"exec": "docker"}
+    if name == "no-batching":
+        return {"write_delay": "0"}
+    return {}
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument(
-        "--variants",
-        nargs="+",
-        default=["default", "no-batching", "gateway"],
-        choices=["default", "no-batching", "gateway"],
-    )
+    parser.add_argument("--variants", nargs="+", default=["server", "pool", "docker"], choices=VARIANTS)
+    parser.add_argument("--latency-n", type=int, default=200)
+    parser.add_argument("--no-latency", action="store_true")
     args = parser.parse_args()
     try:
         docker.system.info()
@@ -138,7 +177,10 @@ async def main() -> None:
     socket_dir = tempfile.mkdtemp(prefix="agentcompass-bench-")
     os.chmod(socket_dir, 0o755)
     try:
-        await measure(args, serve_dummy_socket(socket_dir))
+        if args.n:
+            await measure(args, serve_dummy_socket(socket_dir))
+        if not args.no_latency:
+            await measure_latency(args.latency_n)
     finally:
         shutil.rmtree(socket_dir, ignore_errors=True)
 
@@ -149,34 +191,76 @@ async def measure(args: argparse.Namespace, gateway_socket: str) -> None:
         f"docker environment bench: {per_round * args.rounds} tasks per cell in {args.rounds} interleaved rounds, "
         f"image {IMAGE}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
     )
-    header = ("variant", "conc", "median s", "p95 s", "tasks/s", "× base (median)", "× base (tps)")
-    print("{:<13}{:>5}{:>10}{:>9}{:>9}{:>17}{:>14}".format(*header))
+    header = ("variant", "conc", "median s", "p95 s", "tasks/s", "× base (median)", "× base (tps)",
+              "open/exec/io/close ms")
+    print("{:<13}{:>5}{:>10}{:>9}{:>9}{:>17}{:>14}   {}".format(*header))
     for concurrency in args.concurrency:
         variants: dict[str, ProviderVariant | BaselineVariant] = {"docker run": BaselineVariant(concurrency)}
         for name in args.variants:
-            options = {"write_delay": "0"} if name == "no-batching" else {}
             gateway = gateway_socket if name == "gateway" else None
-            variants[name] = ProviderVariant(f"bench-{name}-{concurrency}-{os.getpid()}", gateway, **options)
+            variants[name] = ProviderVariant(name, gateway, **variant_options(name, concurrency))
         durations: dict[str, list[float]] = {name: [] for name in variants}
         walls = dict.fromkeys(variants, 0.0)
         try:
-            for variant in variants.values():
-                await variant.setup()
             for _ in range(args.rounds):  # interleaved, so a change in the machine's load hits all alike
                 for name, variant in variants.items():
-                    got, wall = await timed_tasks(per_round, concurrency, variant.task)
+                    await variant.start_round(per_round, concurrency)
+                    try:
+                        got, wall = await timed_tasks(per_round, concurrency, variant.task)
+                    finally:
+                        await variant.end_round()
                     durations[name] += got
                     walls[name] += wall
         finally:
-            for variant in variants.values():
-                await variant.teardown()
+            baseline = variants["docker run"]
+            assert isinstance(baseline, BaselineVariant)
+            baseline.close()
         base = describe(durations["docker run"], walls["docker run"])
-        for name in variants:
+        for name, variant in variants.items():
             got = describe(durations[name], walls[name])
+            phases = ""
+            if isinstance(variant, ProviderVariant):
+                phases = "/".join(f"{statistics.median(v) * 1000:.0f}" for v in variant.phases.values())
             print(
                 f"{name:<13}{concurrency:>5}{got['median']:>10.3f}{got['p95']:>9.3f}{got['tps']:>9.2f}"
-                f"{got['median'] / base['median']:>17.2f}{base['tps'] / got['tps']:>14.2f}"
+                f"{got['median'] / base['median']:>17.2f}{base['tps'] / got['tps']:>14.2f}   {phases}"
             )
+
+
+def percentiles(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"median {statistics.median(ordered) * 1000:7.2f} ms   p95 {p95 * 1000:7.2f} ms"
+
+
+async def measure_latency(n: int) -> None:
+    """One ``exec`` of ``true``: through a session on each path, and as a bare ``docker exec``."""
+    print(f"\nexec latency: {n} sequential `true` per path, one container each")
+    for mode in ("server", "docker"):
+        provider = DockerProvider(exec=mode)
+        run_id = f"bench-latency-{mode}-{os.getpid()}"
+        await provider.setup([EnvironmentSpec(image=IMAGE)], run_id=run_id)
+        try:
+            session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="lat", base_env={})
+            samples = []
+            for _ in range(n if mode == "server" else max(20, n // 4)):
+                start = time.perf_counter()
+                result = await session.exec(["true"])
+                samples.append(time.perf_counter() - start)
+                assert result.returncode == 0
+            print(f"  session, exec={mode:<7} {percentiles(samples)}   ({len(samples)} calls)")
+            if mode == "docker":
+                container = getattr(session, "container_id", "")
+                cli = shutil.which("docker") or "docker"
+                raw = []
+                for _ in range(max(20, n // 4)):
+                    start = time.perf_counter()
+                    await asyncio.to_thread(subprocess.run, [cli, "exec", container, "true"], check=True)
+                    raw.append(time.perf_counter() - start)
+                print(f"  `docker exec CONTAINER true`  {percentiles(raw)}   ({len(raw)} calls)")
+            await provider.close(session)
+        finally:
+            await provider.teardown()
 
 
 if __name__ == "__main__":

@@ -58,7 +58,29 @@ def _wait_for_containers(output: Path, proc: subprocess.Popen[str], timeout: flo
     return run_id
 
 
-def test_example_interactive_runs_in_docker(engine, tmp_path: Path) -> None:
+def _pool_containers(run_id: str) -> list[str]:
+    from python_on_whales import docker
+
+    filters = [("label", f"agentcompass.run_id={run_id}"), ("label", "agentcompass.pool=1")]
+    return [c.id for c in docker.container.list(all=True, filters=filters)]
+
+
+def _exec_dirs_of(run_id: str) -> list[Path]:
+    """The exec-server socket directories a run made (each names its run in ``owner``)."""
+    from agentcompass_docker.exec_dirs import PREFIX, base_dir
+
+    found = []
+    for entry in base_dir().glob(f"{PREFIX}*"):
+        try:
+            if (entry / "owner").read_text().split()[1:] == [run_id]:
+                found.append(entry)
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+@pytest.mark.parametrize("exec_mode", ["server", "docker"])
+def test_example_interactive_runs_in_docker(engine, tmp_path: Path, exec_mode: str) -> None:
     out = tmp_path / "run"
     proc = run_cli_subprocess(
         "run",
@@ -67,6 +89,10 @@ def test_example_interactive_runs_in_docker(engine, tmp_path: Path) -> None:
         "mock",
         "--env",
         "docker",
+        "--env-arg",
+        f"exec={exec_mode}",
+        "-c",
+        "2",
         "-o",
         str(out),
         "--json",
@@ -81,20 +107,26 @@ def test_example_interactive_runs_in_docker(engine, tmp_path: Path) -> None:
     calls = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert calls and all(call["via"] == "gateway" for call in calls if call.get("role") == "agent")
     assert run_containers(summary["run_id"]) == []
+    assert _exec_dirs_of(summary["run_id"]) == []
+    events = [json.loads(line).get("event") for line in (out / "logs.jsonl").read_text().splitlines()]
+    assert ("docker.pool_planned" in events) == (exec_mode == "server")  # -c 2: a pool of 2 on the server path
 
 
-def test_ctrl_c_removes_the_runs_containers(engine, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_removes_the_runs_containers(engine, tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "run"
-    proc = _start_run(out, "-c", "4")
+    proc = _start_run(out, "-c", "4")  # the server path's default: a pool of 4 started at once
     try:
         run_id = _wait_for_containers(out, proc)
-        os.killpg(proc.pid, signal.SIGINT)
+        wait_until(lambda: _pool_containers(run_id), 60, "the run's warm pool has a container")
+        os.killpg(proc.pid, sig)
         proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert run_containers(run_id) == []
+    assert _exec_dirs_of(run_id) == []
 
 
 def test_double_ctrl_c_removes_every_container(engine, tmp_path: Path) -> None:
@@ -128,7 +160,9 @@ def test_env_prune_removes_what_a_killed_run_left(engine, tmp_path: Path) -> Non
     wait_until(lambda: not host_processes_mentioning(run_id), 60, "no docker call of the killed run is in flight")
     left = len(run_containers(run_id))
     assert left > 0  # nothing ran the clean-up
-    pruned = run_cli_subprocess("env", "prune", "--run-id", run_id, testing=False)
+    assert _exec_dirs_of(run_id)  # the killed run's socket directories are left too
+    pruned = run_cli_subprocess("env", "prune", "--env", "docker", "--run-id", run_id, testing=False)
     assert pruned.returncode == 0, pruned.stderr
     assert f"removed {left} docker environment(s) of run {run_id}" in pruned.stdout
     assert run_containers(run_id) == []
+    assert _exec_dirs_of(run_id) == []

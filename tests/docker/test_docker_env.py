@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from agentcompass.errors import EnvironmentUnavailable, InfrastructureError
 from agentcompass.runtime import EnvironmentSpec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from python_on_whales import docker
 
 from tests.docker.conftest import IMAGE, run_containers
@@ -174,6 +176,29 @@ async def test_binary_round_trip(session, size: int) -> None:
     assert check.stdout == f"{size} True\n"
     await session.write_text("text/ünï.txt", "héllo\nwörld")
     assert await session.read_text("/workspace/text/ünï.txt") == "héllo\nwörld"
+
+
+async def test_output_is_capped_per_stream(session) -> None:
+    from agentcompass.runtime.environment import OUTPUT_LIMIT
+
+    extra = 123_457
+    result = await session.exec(
+        ["sh", "-c", f"head -c {OUTPUT_LIMIT + extra} /dev/zero | tr '\\0' a; echo tail >&2; exit 5"], timeout=120
+    )
+    assert result.returncode == 5 and result.stderr == "tail\n"
+    kept, _, note = result.stdout.partition("\n")
+    assert kept == "a" * OUTPUT_LIMIT and note == f"[... {extra} more bytes cut]", note
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=200_000), name=st.text(alphabet="abcxyzé-_. 0", min_size=1, max_size=12))
+async def test_any_bytes_round_trip(session, data: bytes, name: str) -> None:
+    if name.strip(".") == "":
+        name = "x" + name
+    await session.write_bytes(f"rt/{name}", data)  # small ones batched, large ones sent at once
+    assert await session.read_bytes(f"rt/{name}") == data
+    echoed = await session.exec(["sh", "-c", 'cat -- "$1"; cat -- "$1" >&2', "sh", f"rt/{name}"])
+    assert echoed.stdout == echoed.stderr == data.decode("utf-8", "replace")
 
 
 async def test_batched_writes_land_in_order_and_for_background_readers(session) -> None:

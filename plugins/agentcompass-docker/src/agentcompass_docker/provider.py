@@ -83,6 +83,8 @@ class Started:
     exec_dir: str
     relay: asyncio.AbstractServer | None
     fallback: str | None
+    #: The server's pid inside the container (0 with the fallback).
+    server_pid: int = 0
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -316,10 +318,10 @@ class DockerProvider(EnvironmentProvider):
             container_id = await self._create(plan, task_id)
             if not is_root(plan.user):
                 await self.engine.call(self._make_writable, container_id, spec.workdir)
-            fallback = await self._wait_ready(container_id, plan.name, exec_dir)
+            fallback, pid = await self._wait_ready(container_id, plan.name, exec_dir)
             if fallback is not None:
                 self._log_fallback(image.ref, fallback)
-            return Started(container_id, plan, exec_dir, relay, fallback)
+            return Started(container_id, plan, exec_dir, relay, fallback, pid)
         except BaseException:
             if relay is not None:
                 relay.close()
@@ -341,9 +343,10 @@ class DockerProvider(EnvironmentProvider):
                 container_id, ["sh", "-c", _scripts.MAKE_WRITABLE, "ac-init", workdir], user="0"
             )
 
-    async def _wait_ready(self, container_id: str, name: str, exec_dir: str) -> str | None:
-        """Wait until the exec server answers (None), or it says it cannot run (why: ``docker exec`` then).
-        The container going away meanwhile, or ``start_timeout`` passing, is an InfrastructureError."""
+    async def _wait_ready(self, container_id: str, name: str, exec_dir: str) -> tuple[str | None, int]:
+        """Wait until the exec server answers (``(None, its pid)``), or it says it cannot run (``(why, 0)``:
+        ``docker exec`` then). The container going away meanwhile, or ``start_timeout`` passing, is an
+        InfrastructureError."""
         loop = asyncio.get_running_loop()
         socket_path = os.path.join(exec_dir, exec_dirs.SOCKET_NAME)
         marker = os.path.join(exec_dir, exec_dirs.NO_SERVER_NAME)
@@ -354,15 +357,15 @@ class DockerProvider(EnvironmentProvider):
             try:
                 exchange = await Exchange.open(socket_path, {"op": "ping"})
                 try:
-                    await exchange.reply(lambda kind, payload: None)
+                    reply = await exchange.reply(lambda kind, payload: None)
                 finally:
                     exchange.close()
-                return None
+                return None, int(reply.get("pid") or 0)
             except ServerGone:
                 pass
             if os.path.exists(marker):  # noqa: ASYNC240 - one stat of a local directory entry
                 why = await asyncio.to_thread(Path(marker).read_text, encoding="utf-8", errors="replace")
-                return why.strip() or "the exec server did not start"
+                return why.strip() or "the exec server did not start", 0
             now = loop.time()
             if now >= check_at:
                 reason = await self.engine.call(self.containers.gone_reason, container_id)
@@ -405,6 +408,7 @@ class DockerProvider(EnvironmentProvider):
     ) -> DockerSession:
         key = pool_key(spec)
         pooled = self._pool.take(key) if run_id == self.run_id else None
+        self._pool.refill()  # the next predicted open's container starts now, while this one is awaited
         started: Started | None = None
         if pooled is not None:
             try:
@@ -416,7 +420,6 @@ class DockerProvider(EnvironmentProvider):
                 log.warning("docker.pool_start_failed", error=describe(exc))
             else:
                 log.debug("docker.pool_taken", container=started.plan.name, task_id=task_id)
-        self._pool.refill()
         if started is None:
             started = await self._start_server_container(spec, run_id=run_id, task_id=task_id)
         plan = started.plan
@@ -434,6 +437,7 @@ class DockerProvider(EnvironmentProvider):
             forward_port=plan.forward_port if started.fallback else None,
         )
         session.relay = started.relay
+        session.server_pid = started.server_pid
         self._sessions[started.container_id] = session
         return session
 

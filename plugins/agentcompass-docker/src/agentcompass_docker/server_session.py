@@ -63,6 +63,8 @@ class ServerSession(DockerSession):
         self.fallback = fallback
         #: The host side of the gateway relay in ``exec_dir`` (closed with the session), or None.
         self.relay: asyncio.AbstractServer | None = None
+        #: The exec server's pid inside the container (0 with the fallback).
+        self.server_pid = 0
 
     # -- the server ----------------------------------------------------------------------------------
 

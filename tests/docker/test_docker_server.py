@@ -1,0 +1,220 @@
+"""The exec server path (``exec=server``) and the warm pool (``prestart``) against a real engine: what happens
+when the server or its socket goes away, an image without ``python3``, concurrent commands in one session,
+the socket directory's ownership and mounts, the host-side bound on a server that stops answering, and pool
+containers (started ahead, handed to one task each, bounded, removed on every path)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import stat
+import time
+from pathlib import Path
+
+import pytest
+from agentcompass.errors import InfrastructureError
+from agentcompass.runtime import EnvironmentSpec
+from agentcompass.testing import check_exec_timeout_kills_tree
+from python_on_whales import docker
+
+from tests.docker.conftest import IMAGE, run_containers
+from tests.docker.engine_check import container_ps, wait_until
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def exec_mode() -> str:
+    """Every test here is about the server path."""
+    return "server"
+
+
+def _server_pid(session) -> int:  # type: ignore[no-untyped-def]
+    """The server's pid, as it said it, checked against the container's processes."""
+    pid = session.server_pid
+    assert pid > 0 and "python3" in container_ps(session.container_id).split(f"\n{pid} ", 1)[-1][:20]
+    return int(pid)
+
+
+def _pool_containers(run_id: str) -> list[str]:
+    return [
+        c.id
+        for c in docker.container.list(
+            all=True, filters=[("label", f"agentcompass.run_id={run_id}"), ("label", "agentcompass.pool=1")]
+        )
+    ]
+
+
+# -- the server goes away: InfrastructureError, never an exit status -----------------------------------------
+
+
+@pytest.mark.parametrize("how", ["kill-server", "kill-1"])
+async def test_a_dead_server_is_an_infrastructure_error(provider, run_id, how: str) -> None:
+    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id=f"dead-{how}", base_env={})
+    try:
+        assert (await session.exec(["echo", "up"])).stdout == "up\n"
+        if how == "kill-server":
+            pid = await asyncio.to_thread(_server_pid, session)
+            command = f"kill -9 {pid}; sleep 5"
+            said = "exec server of container"
+        else:  # PID 1 (docker-init) passes the TERM to the keeper: the container stops
+            command = "kill -TERM 1; sleep 5"
+            said = "was stopped or killed"
+        with pytest.raises(InfrastructureError, match=said):
+            await session.exec(["sh", "-c", command], timeout=30)
+        for call in (session.exec(["true"]), session.read_bytes("/etc/hostname"), session.write_bytes("f", b"x" * 99999)):
+            with pytest.raises(InfrastructureError):
+                await call
+    finally:
+        await provider.close(session)
+
+
+async def test_a_removed_socket_directory_is_an_infrastructure_error(session) -> None:
+    assert (await session.exec(["true"])).returncode == 0
+    await asyncio.to_thread(shutil.rmtree, session.exec_dir)
+    with pytest.raises(InfrastructureError, match="has no socket any more"):
+        await session.exec(["true"])
+    with pytest.raises(InfrastructureError, match="during read_bytes"):
+        await session.read_bytes("/etc/hostname")
+
+
+async def test_a_server_that_stops_answering_is_bounded_by_the_host(session, monkeypatch) -> None:
+    from agentcompass_docker import server_session
+
+    monkeypatch.setattr(server_session, "HOST_GRACE", 1.0)
+    pid = await asyncio.to_thread(_server_pid, session)
+    await asyncio.to_thread(docker.container.execute, session.container_id, ["sh", "-c", f"kill -STOP {pid}"])
+    started = time.monotonic()
+    with pytest.raises(InfrastructureError, match="did not end a timed-out exec"):
+        await session.exec(["sleep", "30"], timeout=0.5)
+    assert time.monotonic() - started < 10
+
+
+# -- an image without python3: docker exec, said in the logs ------------------------------------------------
+
+
+async def test_an_image_without_python_falls_back_to_docker_exec(make_provider, run_id, tmp_path: Path, caplog) -> None:
+    context = tmp_path / "nopython"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        f"FROM {IMAGE}\nRUN rm -f /usr/local/bin/python* /usr/bin/python*\nWORKDIR /workspace\n"
+    )
+    spec = EnvironmentSpec(build_context=str(context), env={"FROM_SPEC": "spec"})
+    provider = await make_provider(spec)
+    tag = (await provider.image_for(spec)).ref
+    try:
+        with caplog.at_level(logging.WARNING, logger="agentcompass"):
+            session = await provider.open(spec, run_id=run_id, task_id="nopy", base_env={"FROM_BASE": "base"})
+        try:
+            assert session.fallback == "the image has no python3"
+            events = [r.getMessage() for r in caplog.records if "docker.exec_fallback" in r.getMessage()]
+            assert events and tag in events[0] and "no python3" in events[0], caplog.text
+            result = await session.exec(["sh", "-c", 'echo "$FROM_BASE $FROM_SPEC"; command -v python3 || echo none'])
+            assert result.stdout == "base spec\nnone\n", result
+            await session.write_bytes("bin/data", bytes(range(256)))
+            assert await session.read_bytes("bin/data") == bytes(range(256))
+            await check_exec_timeout_kills_tree(session, detached=True)
+        finally:
+            await provider.close(session)
+    finally:
+        docker.image.remove(tag, force=True)
+
+
+# -- concurrency, output caps ---------------------------------------------------------------------------------
+
+
+async def test_commands_of_one_session_run_concurrently(session) -> None:
+    started = time.monotonic()
+    results = await asyncio.gather(*(session.exec(["sh", "-c", f"sleep 1; echo {i}"]) for i in range(8)))
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(8)]
+    assert time.monotonic() - started < 5, "eight 1 s commands took as long as running them one by one"
+    # A timeout kills its own exec only; one running beside it finishes.
+    slow = asyncio.create_task(session.exec(["sh", "-c", "sleep 2; echo survived"], timeout=30))
+    killed = await session.exec(["sh", "-c", "sleep 30 & sleep 30"], timeout=0.5)
+    assert killed.timed_out and (await slow).stdout == "survived\n"
+
+
+# -- the socket directory ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("user", [None, "65534:65534"], ids=["root", "nobody"])
+async def test_socket_directory_is_private_and_mounted_into_one_container(make_provider, run_id, user) -> None:
+    spec = EnvironmentSpec(image=IMAGE, user=user)
+    provider = await make_provider(spec)
+    first = await provider.open(spec, run_id=run_id, task_id="a", base_env={})
+    second = await provider.open(spec, run_id=run_id, task_id="b", base_env={})
+    try:
+        info = os.stat(first.exec_dir)
+        assert stat.S_IMODE(info.st_mode) == 0o700
+        assert info.st_uid == (65534 if user else os.geteuid())
+        assert len(os.path.join(first.exec_dir, "exec.sock")) < 100  # the kernel's sun_path limit is 108
+        socket_mode = os.stat(os.path.join(first.exec_dir, "exec.sock")).st_mode
+        assert stat.S_ISSOCK(socket_mode) and stat.S_IMODE(socket_mode) == 0o600
+        for session, other in ((first, second), (second, first)):
+            mounts = docker.container.inspect(session.container_id).mounts
+            binds = [(m.source, m.destination) for m in mounts if m.type == "bind"]
+            assert binds == [(session.exec_dir, "/run/agentcompass/exec")], binds
+            assert other.exec_dir not in str(mounts)
+        host = docker.container.inspect(first.container_id).host_config
+        assert host.network_mode == "none" and "no-new-privileges" in (host.security_opt or [])
+        assert [c.upper().removeprefix("CAP_") for c in host.cap_drop] == ["ALL"] and not host.cap_add
+        assert (await first.exec(["id", "-u"])).stdout == ("65534\n" if user else "0\n")
+    finally:
+        await provider.close(first)
+        await provider.close(second)
+    await provider.drain()
+    assert not os.path.exists(first.exec_dir) and not os.path.exists(second.exec_dir)
+
+
+# -- the warm pool ------------------------------------------------------------------------------------------------
+
+
+async def test_pool_starts_containers_ahead_and_hands_each_to_one_task(make_provider, run_id) -> None:
+    specs = [EnvironmentSpec(image=IMAGE) for _ in range(4)]  # one per task, as a benchmark makes them
+    provider = await make_provider(*specs, prestart="2")
+    ready = await asyncio.to_thread(wait_until, lambda: len(_pool_containers(run_id)) == 2 and _pool_containers(run_id),
+                                    60, "two pool containers exist")
+    labels = docker.container.inspect(ready[0]).config.labels
+    assert labels["agentcompass.pool"] == "1" and "agentcompass.task_id" not in labels
+    sessions = []
+    for i in range(4):
+        sessions.append(await provider.open(specs[i], run_id=run_id, task_id=f"t{i}", base_env={"TOKEN": f"tok-{i}"}))
+    assert sessions[0].container_id in ready
+    assert len({s.container_id for s in sessions}) == 4  # never one container for two tasks
+    results = await asyncio.gather(*(s.exec(["sh", "-c", "echo $TOKEN"]) for s in sessions))
+    assert [r.stdout for r in results] == [f"tok-{i}\n" for i in range(4)]
+    assert len(run_containers(run_id)) == 4  # the prediction is used up: nothing more was started
+    for session in sessions:
+        await provider.close(session)
+    await provider.drain()
+    assert run_containers(run_id) == []
+
+
+async def test_pool_is_bounded_by_max_environments_and_removed_at_teardown(make_provider, run_id) -> None:
+    specs = [EnvironmentSpec(image=IMAGE) for _ in range(6)]
+    provider = await make_provider(*specs)
+    provider.plan_run(concurrency=8, trials=1, max_environments=2)  # what the run-started hook passes
+    await asyncio.to_thread(wait_until, lambda: len(_pool_containers(run_id)) == 2, 60, "the pool filled")
+    await asyncio.sleep(1.0)
+    assert len(run_containers(run_id)) == 2
+    dirs = set(provider._exec_dirs)
+    assert len(dirs) == 2
+    await provider.teardown()  # nothing took them
+    assert run_containers(run_id) == []
+    assert not any(os.path.exists(d) for d in dirs)
+
+
+async def test_pool_default_follows_the_runs_concurrency(make_provider, run_id) -> None:
+    specs = [EnvironmentSpec(image=IMAGE) for _ in range(3)]
+    alone = await make_provider(*specs)
+    alone.plan_run(concurrency=1, trials=1, max_environments=None)
+    assert alone._pool.size == 0
+    provider = await make_provider(*specs)
+    provider.plan_run(concurrency=4, trials=2, max_environments=None)
+    assert provider._pool.size == 4
+    await asyncio.to_thread(wait_until, lambda: len(_pool_containers(run_id)) == 4, 60, "the pool filled")
+    explicit = await make_provider(*specs, prestart="0")
+    explicit.plan_run(concurrency=4, trials=1, max_environments=None)
+    assert explicit._pool.size == 0
