@@ -209,6 +209,7 @@ def test_a_10000_task_report_opens_and_filters_within_ten_seconds(browser, tmp_p
     assert elapsed < 30
     # the cut note of a long reply (task 0 has one)
     assert "shortened" in text(browser, "trajectory-cut")
+    assert "characters cut from this page]" in text(browser, "trajectory")  # where the text was cut
     browser.save_screenshot(str(artifacts / "big-task.png"))
 
 
@@ -250,3 +251,33 @@ def test_view_follows_a_run_as_results_arrive(browser, runs, tmp_path, artifacts
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_view_of_a_real_run_while_it_runs(browser, tmp_path, artifacts):
+    run_dir = tmp_path / "running"
+    run = start_cli("run", "example_interactive", "none", "mock", "-o", str(run_dir), "-n", "4", "-c", "1",
+                    "-m", "latency=0.3", testing=False)
+    server = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (run_dir / "run.json").exists():
+            assert time.monotonic() < deadline and run.poll() is None, "the run did not start"
+            time.sleep(0.05)
+        server = start_cli("view", str(run_dir), testing=False)
+        assert server.stderr is not None
+        url = server.stderr.readline().split(" at ", 1)[1].split(" ", 1)[0]
+        open_page(browser, url)
+        first = browser.execute_script("return window.__report.rows()")
+        assert first < 4, "the run had finished before the page opened"
+        wait_for(browser, "return document.getElementById('live').textContent.indexOf('run finished') >= 0",
+                 timeout=60)
+        assert run.wait(timeout=30) == 0
+        assert text(browser, "task-count") == "showing 4 of 4"
+        overall = summary_of(run_dir)["metrics"]["overall"]["score"]
+        assert text(browser, "primary-0") == f"{overall['mean']:.3f}"
+        browser.save_screenshot(str(artifacts / "view-real-run.png"))
+    finally:
+        for process in (run, server):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)

@@ -54,10 +54,13 @@ class _Budget:
     caps: Caps
     cut: Cut = attrs.field(factory=Cut)
     used: int = 0
+    #: Characters the last :meth:`text` call cut (0: none).
+    last_cut: int = 0
 
     def text(self, value: Any) -> str:
         text = value if isinstance(value, str) else _as_text(value)
         limit = min(self.caps.text, max(0, self.caps.total - self.used))
+        self.last_cut = max(0, len(text) - limit)
         if len(text) > limit:
             self.cut.texts_shortened += 1
             self.cut.chars_cut += len(text) - limit
@@ -93,6 +96,8 @@ def _message(message: Any, budget: _Budget) -> dict[str, Any]:
     if not isinstance(message, Mapping):
         return {"role": "?", "content": budget.text(message)}
     out: dict[str, Any] = {"role": str(message.get("role", "?")), "content": budget.text(message.get("content"))}
+    if budget.last_cut:
+        out["content_cut"] = budget.last_cut
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
         out["tool_calls"] = [_tool_call(c, budget) for c in calls]
@@ -106,8 +111,11 @@ def _tool_call(call: Any, budget: _Budget) -> dict[str, Any]:
     if not isinstance(call, Mapping):
         return {"name": "?", "arguments": budget.text(call)}
     fn: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else call
-    return {"id": str(call.get("id", "")), "name": str(fn.get("name", "?")),
-            "arguments": budget.text(fn.get("arguments"))}
+    out: dict[str, Any] = {"id": str(call.get("id", "")), "name": str(fn.get("name", "?")),
+                           "arguments": budget.text(fn.get("arguments"))}
+    if budget.last_cut:
+        out["arguments_cut"] = budget.last_cut
+    return out
 
 
 def _number(value: Any) -> float | None:

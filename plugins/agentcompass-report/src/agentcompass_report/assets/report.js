@@ -744,8 +744,10 @@
         m.tool_call_id ? el("span", { cls: "callid", text: " · result of " + m.tool_call_id }) : null]),
     ]);
     if (m.content) box.appendChild(el("pre", { cls: "content", text: m.content }));
+    if (m.content_cut) box.appendChild(cutNote(m.content_cut));
     (m.tool_calls || []).forEach(function (t) {
       box.appendChild(el("div", { cls: "toolcall" }, [el("b", { cls: "mono", text: "→ " + t.name }), el("pre", { text: t.arguments || "" }),
+        cutNote(t.arguments_cut),
         t.id ? el("div", { cls: "muted small", text: t.id }) : null]));
     });
     return box;
