@@ -80,6 +80,22 @@ async def test_a_removed_socket_directory_is_an_infrastructure_error(session) ->
         await session.read_bytes("/etc/hostname")
 
 
+async def test_a_socket_the_container_replaced_never_gets_a_request(provider, run_id) -> None:
+    first, second = [
+        await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id=t, base_env={"TOKEN": t})
+        for t in ("first", "second")
+    ]
+    try:
+        # The first task points its socket (a file of its own directory) at the second's, on the host.
+        await first.exec(["ln", "-sf", second.socket, "/run/agentcompass/exec/exec.sock"])
+        with pytest.raises(InfrastructureError, match="answered from outside its container"):
+            await first.exec(["sh", "-c", "echo $TOKEN > /tmp/ran-here"])
+        assert (await second.exec(["sh", "-c", "cat /tmp/ran-here 2>/dev/null || echo clean"])).stdout == "clean\n"
+    finally:
+        await provider.close(first)
+        await provider.close(second)
+
+
 async def test_a_server_that_stops_answering_is_bounded_by_the_host(session, monkeypatch) -> None:
     from agentcompass_docker import server_session
 

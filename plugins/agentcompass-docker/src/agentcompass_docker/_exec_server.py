@@ -101,7 +101,8 @@ def reaper():
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
             with _spawned:
-                _spawned.wait(1.0)
+                if not _waiters:  # a child spawned since waitpid said there is none: look again at once
+                    _spawned.wait(1.0)
             continue
         except InterruptedError:
             continue

@@ -50,7 +50,7 @@ from agentcompass_docker.engine import Engine, detail
 from agentcompass_docker.images import BUILD_REPOSITORY, ImageInfo, Images, context_hash
 from agentcompass_docker.options import DockerOptions
 from agentcompass_docker.pool import WarmPool, pool_key
-from agentcompass_docker.server_protocol import Exchange, ServerGone
+from agentcompass_docker.server_protocol import Exchange, ServerGone, peer_namespace
 from agentcompass_docker.server_session import ServerSession
 from agentcompass_docker.session import DockerSession
 
@@ -85,6 +85,8 @@ class Started:
     fallback: str | None
     #: The server's pid inside the container (0 with the fallback).
     server_pid: int = 0
+    #: The container's pid namespace, from the server's first answer ("" when it cannot be told).
+    namespace: str = ""
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -318,10 +320,10 @@ class DockerProvider(EnvironmentProvider):
             container_id = await self._create(plan, task_id)
             if not is_root(plan.user):
                 await self.engine.call(self._make_writable, container_id, spec.workdir)
-            fallback, pid = await self._wait_ready(container_id, plan.name, exec_dir)
+            fallback, pid, namespace = await self._wait_ready(container_id, plan.name, exec_dir)
             if fallback is not None:
                 self._log_fallback(image.ref, fallback)
-            return Started(container_id, plan, exec_dir, relay, fallback, pid)
+            return Started(container_id, plan, exec_dir, relay, fallback, pid, namespace)
         except BaseException:
             if relay is not None:
                 relay.close()
@@ -343,10 +345,10 @@ class DockerProvider(EnvironmentProvider):
                 container_id, ["sh", "-c", _scripts.MAKE_WRITABLE, "ac-init", workdir], user="0"
             )
 
-    async def _wait_ready(self, container_id: str, name: str, exec_dir: str) -> tuple[str | None, int]:
-        """Wait until the exec server answers (``(None, its pid)``), or it says it cannot run (``(why, 0)``:
-        ``docker exec`` then). The container going away meanwhile, or ``start_timeout`` passing, is an
-        InfrastructureError."""
+    async def _wait_ready(self, container_id: str, name: str, exec_dir: str) -> tuple[str | None, int, str]:
+        """Wait until the exec server answers (``(None, its pid, its pid namespace)``), or it says it cannot run
+        (``(why, 0, "")``: ``docker exec`` then). The container going away meanwhile, or ``start_timeout``
+        passing, is an InfrastructureError."""
         loop = asyncio.get_running_loop()
         socket_path = os.path.join(exec_dir, exec_dirs.SOCKET_NAME)
         marker = os.path.join(exec_dir, exec_dirs.NO_SERVER_NAME)
@@ -357,15 +359,16 @@ class DockerProvider(EnvironmentProvider):
             try:
                 exchange = await Exchange.open(socket_path, {"op": "ping"})
                 try:
+                    namespace = peer_namespace(exchange.writer)
                     reply = await exchange.reply(lambda kind, payload: None)
                 finally:
                     exchange.close()
-                return None, int(reply.get("pid") or 0)
+                return None, int(reply.get("pid") or 0), namespace
             except ServerGone:
                 pass
             if os.path.exists(marker):  # noqa: ASYNC240 - one stat of a local directory entry
                 why = await asyncio.to_thread(Path(marker).read_text, encoding="utf-8", errors="replace")
-                return why.strip() or "the exec server did not start", 0
+                return why.strip() or "the exec server did not start", 0, ""
             now = loop.time()
             if now >= check_at:
                 reason = await self.engine.call(self.containers.gone_reason, container_id)
@@ -414,8 +417,11 @@ class DockerProvider(EnvironmentProvider):
             try:
                 started = await asyncio.wait_for(asyncio.shield(pooled), self.options.start_timeout)
             except asyncio.CancelledError:
-                self.background(_discard(pooled, self))
-                raise
+                current = asyncio.current_task()
+                if not pooled.cancelled() or (current is not None and current.cancelling()):
+                    self.background(_discard(pooled, self))
+                    raise
+                log.warning("docker.pool_start_failed", error="cancelled (the run is ending)")
             except Exception as exc:
                 log.warning("docker.pool_start_failed", error=describe(exc))
             else:
@@ -438,6 +444,7 @@ class DockerProvider(EnvironmentProvider):
         )
         session.relay = started.relay
         session.server_pid = started.server_pid
+        session.namespace = started.namespace or None
         self._sessions[started.container_id] = session
         return session
 

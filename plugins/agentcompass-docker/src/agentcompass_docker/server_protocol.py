@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +25,20 @@ SERVER_KINDS = frozenset(b"ORDWX")
 
 class ServerGone(Exception):
     """The exec server cannot be reached or stopped answering mid-request; the message says how."""
+
+
+_CREDENTIALS = struct.Struct("3i")
+
+
+def peer_namespace(writer: asyncio.StreamWriter) -> str:
+    """The pid namespace of the process at the other end of a Unix-socket connection (``SO_PEERCRED``), or
+    "" when it cannot be told."""
+    sock = writer.get_extra_info("socket")
+    try:
+        pid, _, _ = _CREDENTIALS.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except (OSError, AttributeError, struct.error):
+        return ""
 
 
 def frames(kind: bytes, payload: bytes = b"") -> bytes:
@@ -43,8 +59,12 @@ class Exchange:
         self.writer = writer
 
     @classmethod
-    async def open(cls, path: str, header: dict[str, Any], data: bytes | None = None) -> Exchange:
-        """Connect to ``path`` and send ``header`` (and ``data`` as ``D`` frames ending in ``E``)."""
+    async def open(
+        cls, path: str, header: dict[str, Any], data: bytes | None = None, *, namespace: str | None = None
+    ) -> Exchange:
+        """Connect to ``path`` and send ``header`` (and ``data`` as ``D`` frames ending in ``E``). With
+        ``namespace``, the listening process must be in that pid namespace (the container's): a socket the
+        container replaced (say, by a symlink to another container's) never gets the request."""
         try:
             reader, writer = await asyncio.open_unix_connection(path)
         except FileNotFoundError:
@@ -54,6 +74,9 @@ class Exchange:
         except OSError as exc:
             raise ServerGone(f"cannot be reached ({exc.strerror or exc})") from None
         exchange = cls(reader, writer)
+        if namespace is not None and peer_namespace(writer) != namespace:
+            exchange.close()
+            raise ServerGone("answered from outside its container (its socket was replaced)")
         message = frames(b"Q", json.dumps(header).encode())
         if data is not None:
             message += (frames(b"D", data) if data else b"") + frames(b"E")

@@ -65,6 +65,9 @@ class ServerSession(DockerSession):
         self.relay: asyncio.AbstractServer | None = None
         #: The exec server's pid inside the container (0 with the fallback).
         self.server_pid = 0
+        #: The container's pid namespace, as the server's first answer showed it: every later connection must
+        #: reach a process in it (None: not checked).
+        self.namespace: str | None = None
 
     # -- the server ----------------------------------------------------------------------------------
 
@@ -93,7 +96,7 @@ class ServerSession(DockerSession):
                 self._writes.resolve(landed)
 
         try:
-            exchange = await Exchange.open(self.socket, header, data)
+            exchange = await Exchange.open(self.socket, header, data, namespace=self.namespace)
             try:
                 reply = await exchange.reply(on_frame)
             finally:
@@ -137,7 +140,7 @@ class ServerSession(DockerSession):
         exchange: Exchange | None = None
         try:
             try:
-                exchange = await Exchange.open(self.socket, header)
+                exchange = await Exchange.open(self.socket, header, namespace=self.namespace)
             except ServerGone as exc:
                 raise await self._gone("exec", str(exc)) from None
 
