@@ -60,6 +60,15 @@ def summary_of(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+def line_search_text(result: dict[str, Any]) -> str:
+    """What the text filter searches in a row: task, category, error and answer (their first line, 160 chars)."""
+    def first(value: Any) -> str:
+        text = value if isinstance(value, str) else "" if value is None else str(value)
+        return (text.strip().splitlines() or [""])[0][:160]
+    return " ".join((result["task_id"], result.get("category") or "", first(result.get("error")),
+                     first(result.get("final_answer")))).lower()
+
+
 def test_report_of_the_readme_run_shows_its_metrics_tasks_and_a_trajectory(browser, runs, tmp_path, artifacts):
     run = runs["main"]
     open_page(browser, report([run], tmp_path / "main.html").as_uri())
@@ -240,8 +249,22 @@ def test_view_follows_a_run_as_results_arrive(browser, runs, tmp_path, artifacts
             f.writelines(lines[5:])
         wait_for(browser, f"return document.getElementById('task-count').textContent == "
                           f"'showing {len(lines)} of {len(lines)}'")
+        # a filter being typed survives the refreshes, focus included
+        needle = json.loads(lines[-1])["task_id"]
+        box = browser.find_element(By.ID, "filter-text")
+        box.send_keys(needle)
+        matching = sum(1 for line in lines if needle in line_search_text(json.loads(line)))
+        wait_for(browser, f"return document.getElementById('task-count').textContent == "
+                          f"'showing {matching} of {len(lines)}'")
         shutil.copy(source / "summary.json", live / "summary.json")
         wait_for(browser, "return document.getElementById('live').textContent.indexOf('run finished') >= 0")
+        assert browser.switch_to.active_element.get_attribute("id") == "filter-text"
+        assert box.get_attribute("value") == needle
+        assert text(browser, "task-count") == f"showing {matching} of {len(lines)}"
+        box.clear()
+        browser.execute_script("var e = document.getElementById('filter-text'); e.dispatchEvent(new Event('input'));")
+        wait_for(browser, f"return document.getElementById('task-count').textContent == "
+                          f"'showing {len(lines)} of {len(lines)}'")
         overall = summary_of(source)["metrics"]["overall"]["score"]
         assert text(browser, "primary-0") == f"{overall['mean']:.3f}"
         browser.save_screenshot(str(artifacts / "view-live.png"))

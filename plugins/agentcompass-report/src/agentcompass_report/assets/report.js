@@ -487,27 +487,43 @@
     return cols;
   }
   var COLS = null;
-  function renderTableShell() {
-    COLS = columns();
-    tableHost.textContent = "";
+  var statusSel, catSel, headHost;
+  function options(select, first, values) {
+    // Replace a select's options, keeping its element (and focus) and its value when it still exists.
+    var keep = select.value;
+    select.textContent = "";
+    first.concat(values.map(function (v) { return [v, v]; })).forEach(function (o) {
+      select.appendChild(el("option", { value: o[0], text: o[1] }));
+    });
+    select.value = keep;
+    if (select.value !== keep) select.value = "";
+  }
+  function refreshFilterOptions() {
     var statuses = {}, cats = {};
     records.forEach(function (recs) { recs.forEach(function (o) { statuses[o.status] = 1; if (o.category) cats[o.category] = 1; }); });
-    var statusSel = el("select", { id: "filter-status", "aria-label": "status", on: { change: function (e) { view.status = e.target.value; applyFilter(); } } },
-      [el("option", { value: "", text: "every status" }), el("option", { value: "ERROR", text: "any error" })].concat(
-        Object.keys(statuses).sort().map(function (s) { return el("option", { value: s, text: s }); })));
-    var catSel = el("select", { id: "filter-category", "aria-label": "category", on: { change: function (e) { view.category = e.target.value; applyFilter(); } } },
-      [el("option", { value: "", text: "every category" })].concat(Object.keys(cats).sort().map(function (c) { return el("option", { value: c, text: c }); })));
+    options(statusSel, [["", "every status"], ["ERROR", "any error"]], Object.keys(statuses).sort());
+    options(catSel, [["", "every category"]], Object.keys(cats).sort());
+    view.status = statusSel.value; view.category = catSel.value;
+  }
+  function renderHead() {
+    COLS = columns();
+    headHost.textContent = "";
+    COLS.forEach(function (c) {
+      headHost.appendChild(el("div", { cls: (c.num ? "num" : "") + (view.sort === c.key ? " sorted" : ""), "data-key": c.key,
+        text: c.label + (view.sort === c.key ? (view.desc ? " ▼" : " ▲") : ""),
+        on: { click: function () { if (view.sort === c.key) view.desc = !view.desc; else { view.sort = c.key; view.desc = false; } renderHead(); applyFilter(); } } }));
+    });
+    headHost.style.gridTemplateColumns = COLS.map(function (c) { return c.w; }).join(" ");
+  }
+  function renderTableShell() {
+    tableHost.textContent = "";
+    statusSel = el("select", { id: "filter-status", "aria-label": "status", on: { change: function (e) { view.status = e.target.value; applyFilter(); } } });
+    catSel = el("select", { id: "filter-category", "aria-label": "category", on: { change: function (e) { view.category = e.target.value; applyFilter(); } } });
     var timer = null;
     var text = el("input", { id: "filter-text", type: "search", placeholder: "filter by task, error or answer text",
       on: { input: function (e) { clearTimeout(timer); var v = e.target.value; timer = setTimeout(function () { view.text = v.toLowerCase(); applyFilter(); }, 60); } } });
-    statusSel.value = view.status; catSel.value = view.category; text.value = view.text;
     countEl = el("span", { cls: "muted small", id: "task-count" });
-    var head = el("div", { cls: "thead", id: "task-head" }, COLS.map(function (c) {
-      return el("div", { cls: (c.num ? "num" : "") + (view.sort === c.key ? " sorted" : ""), "data-key": c.key,
-        text: c.label + (view.sort === c.key ? (view.desc ? " ▼" : " ▲") : ""),
-        on: { click: function () { if (view.sort === c.key) view.desc = !view.desc; else { view.sort = c.key; view.desc = false; } renderTableShell(); } } });
-    }));
-    head.style.gridTemplateColumns = COLS.map(function (c) { return c.w; }).join(" ");
+    headHost = el("div", { cls: "thead", id: "task-head" });
     scrollBox = el("div", { cls: "tscroll", id: "task-scroll" });
     spacer = el("div", { cls: "tspacer", id: "task-rows" });
     scrollBox.appendChild(spacer);
@@ -515,7 +531,9 @@
     tableHost.appendChild(el("h2", { text: "Tasks" }));
     tableHost.appendChild(el("div", { cls: "filters" }, [statusSel, catSel, text, countEl,
       el("span", { cls: "muted small", text: "click a column to sort, a task to see its conversation" })]));
-    tableHost.appendChild(el("div", { cls: "tasks" }, [head, scrollBox]));
+    tableHost.appendChild(el("div", { cls: "tasks" }, [headHost, scrollBox]));
+    refreshFilterOptions();
+    renderHead();
     applyFilter();
   }
   function matches(o) {
@@ -778,12 +796,12 @@
   }
   function schedule() { setTimeout(poll, 1000); }
   function refreshAll() {
-    var top = scrollBox ? scrollBox.scrollTop : 0;
+    // The summary is drawn again; the table keeps its filters, sort, scroll position and focus.
     buildTable();
     renderSummary();
-    renderTableShell();
-    scrollBox.scrollTop = top;
-    renderedRange = null; renderRows();
+    refreshFilterOptions();
+    renderHead();
+    applyFilter();
     var done = runs.every(function (r) { return !r.live; });
     liveEl.textContent = (done ? "live: run finished" : "live: refreshes as results arrive") + " · " + fmtInt(table.length) +
       " results · updated " + updatedAt.toLocaleTimeString();
