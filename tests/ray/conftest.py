@@ -71,14 +71,15 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def comparable(run_dir: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
+def comparable(run_dir: Path, answers: bool = True) -> dict[tuple[str, int], tuple[Any, ...]]:
     """What must agree between two runs of the same request and seed: per (task, trial), the status, scores,
-    answer, error phase, seed and the agent's token counts (not timings)."""
+    answer (unless ``answers`` is false: one that names its working directory differs run to run), error
+    phase, seed and the agent's token counts (not timings)."""
     out = {}
     for r in records(run_dir / "results.jsonl"):
         agent = ((r.get("usage") or {}).get("models") or {}).get("agent") or {}
         out[(r["task_id"], r["trial"])] = (
-            r["status"], r["metrics"], r.get("final_answer"), r.get("error_phase"), r.get("seed"),
+            r["status"], r["metrics"], r.get("final_answer") if answers else None, r.get("error_phase"), r.get("seed"),
             agent.get("calls"), agent.get("prompt_tokens"), agent.get("completion_tokens"))
     return out
 

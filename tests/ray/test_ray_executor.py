@@ -90,12 +90,17 @@ def test_example_interactive_gives_the_local_executors_results_over_both_nodes(
     assert run["request"]["executor"] == "ray" and run["plan"]["executor"] == "ray"
 
 
-def test_example_coding_in_local_environments_on_the_nodes(cluster: LocalCluster, tmp_path: Path) -> None:
-    common = ["example_coding", "react", "mock", "--seed", "3", "-c", "4"]
+@pytest.mark.parametrize(("harness", "score"), [("oracle", 1.0), ("react", 0.0)])
+def test_example_coding_in_local_environments_on_the_nodes(cluster: LocalCluster, tmp_path: Path, harness: str,
+                                                           score: float) -> None:
+    common = ["example_coding", harness, "mock", "--seed", "3", "-c", "4"]
     local = run_cli(None, "run", *common, "-o", str(tmp_path / "local"))
     remote = run_cli(cluster, "run", *common, *on_cluster(cluster), "-o", str(tmp_path / "ray"))
     assert local.returncode == 0 and remote.returncode == 0, local.stderr + remote.stderr
-    assert comparable(tmp_path / "ray") == comparable(tmp_path / "local")
+    # react's prompt names the task's working directory, a fresh one each run: its answers differ run to run.
+    answers = harness == "oracle"
+    assert comparable(tmp_path / "ray", answers) == comparable(tmp_path / "local", answers)
+    assert {r["metrics"]["score"] for r in records(tmp_path / "ray" / "results.jsonl")} == {score}
     assert len(comparable(tmp_path / "ray")) == 6
 
 
@@ -208,7 +213,7 @@ def test_a_worker_without_a_plugin_the_run_needs_is_a_clear_error_before_any_att
         cluster: LocalCluster, tmp_path: Path) -> None:
     # The testing plugin exists only in the head's process (tests.support.cli adds it): no node has it.
     out = tmp_path / "ray"
-    proc = run_cli(cluster, "run", "plain", "none", "mock", *on_cluster(cluster), "-o", str(out), testing=True)
+    proc = run_cli(cluster, "run", "plain", "nop", "mock", *on_cluster(cluster), "-o", str(out), testing=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "some Ray nodes cannot run this run" in proc.stderr
     assert f"node {HEAD_IP}" in proc.stderr and f"node {WORKER_IP}" in proc.stderr
