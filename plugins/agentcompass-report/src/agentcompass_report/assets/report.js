@@ -442,7 +442,10 @@
     runs.forEach(function (run, r) { summaryHost.appendChild(runHeader(run, r)); });
     runs.forEach(function (run, r) {
       summaryHost.appendChild(el("h2", { text: "Results" + (runs.length > 1 ? " of run " + String.fromCharCode(65 + r) : "") +
-        (run.live ? " (so far: the run has not written its summary)" : "") }));
+        (run.live ? " so far" : "") }));
+      if (run.live && !LIVE) summaryHost.appendChild(el("div", { cls: "box note", text: "This run has not written its summary: it is " +
+        "still going, or it was killed. These figures are over the results recorded so far; agentcompass run --resume " +
+        run.header.path + " finishes it, and agentcompass view " + run.header.path + " follows it live." }));
       summaryHost.appendChild(el("p", { cls: "lede", id: "lede-" + r, text: lede(run) }));
       summaryHost.appendChild(headline(run));
       summaryHost.appendChild(el("div", { id: "status-" + r }, statusChips(run.summary || {})));
