@@ -41,6 +41,11 @@ def test_json_in_a_script_block_holds_no_character_that_could_end_it_and_reads_b
     assert json.loads(text) == value
 
 
+def test_a_number_json_cannot_hold_is_written_as_its_name():
+    text = json_for_html({"m": [float("nan"), float("inf"), -float("inf"), 1.5]}, Redactor())
+    assert json.loads(text) == {"m": ["NaN", "Infinity", "-Infinity", 1.5]}
+
+
 @settings(max_examples=50)
 @given(st.lists(st.text(alphabet="<>/!-&\"' scriptSCRIPT", max_size=30), max_size=5))
 def test_no_data_opens_or_closes_a_script_element_of_the_page(texts):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
@@ -28,16 +29,33 @@ _ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u202
                           "\u2029": "\\u2029"})
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite number written as the string ``"NaN"``, ``"Infinity"`` or
+    ``"-Infinity"`` (JSON has no such numbers; the page shows the word)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere (a benchmark's metric, an artifact)
+        return json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def json_for_html(value: Any, redactor: Redactor) -> str:
     """``value`` as JSON text that is safe inside a ``<script type="application/json">`` block, masked."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
-    return redactor.text(text).translate(_ESCAPES)
+    return redactor.text(_dumps(value)).translate(_ESCAPES)
 
 
 def json_response_text(value: Any, redactor: Redactor) -> str:
     """``value`` as masked JSON text for an HTTP response (``view``)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
-    return redactor.text(text)
+    return redactor.text(_dumps(value))
 
 
 @cache

@@ -62,6 +62,7 @@
     return node;
   }
   function fmt(x, digits) {
+    if (x === "NaN" || x === "Infinity" || x === "-Infinity") return x;
     if (x == null || typeof x !== "number" || !isFinite(x)) return "–";
     return x.toFixed(digits == null ? 3 : digits);
   }
