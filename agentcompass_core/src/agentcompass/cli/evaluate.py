@@ -63,7 +63,7 @@ def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool) ->
     """Compare RUN_B [RUN_C ...] against the baseline RUN_A on the tasks they share: paired differences."""
     from agentcompass.cli.main import emit_json
     from agentcompass.cli.render import comparison_text
-    from agentcompass.comparison import compare, load_run
+    from agentcompass.runtime.comparison import compare, load_run
     from agentcompass.serialization import unstructure
 
     if len(runs) < 2:

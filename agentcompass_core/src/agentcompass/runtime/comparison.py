@@ -5,6 +5,9 @@ the **paired difference** B - A. Pairing is by task: each task's value is its me
 (errored trials count as 0), ``d_i = b_i - a_i``, and the difference's standard error is the standard error of
 the mean of the ``d_i`` (``sqrt(var(d) / n)``, sample variance), so the trials of a task stay one cluster. The
 95% interval is ``mean(d) ± 1.96 · SE``. Tasks where B is better, worse or equal are counted from the ``d_i``.
+
+Public API: plugins that show comparisons (the report) call :func:`load_run` and :func:`compare`, so every view
+of a comparison gives the numbers ``results compare`` prints.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ class Comparison:
 
 @dataclass(frozen=True)
 class LoadedRun:
+    """A finished (or partly finished) run directory's final scores, read for comparing."""
+
     path: Path
     info: RunInfo
     scalars: tuple[str, ...]
@@ -66,6 +71,8 @@ class LoadedRun:
 
 
 def load_run(path: Path) -> LoadedRun:
+    """Read ``path``'s run record and final scores; a :class:`~agentcompass.errors.UsageError` (or a results
+    error) naming the file when it is not a readable run directory."""
     store = RunDirectory.open_existing(path)
     info = store.read_run_info()
     scalars = tuple(info.plan.metric_contract.get("scalar") or ())
