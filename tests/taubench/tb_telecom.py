@@ -230,3 +230,71 @@ def fresh_vpn_default() -> None:
     TelecomUserTools.default_vpn_details = VpnDetails(server_address="192.168.1.1", protocol="OpenVPN",
                                                       server_performance="excellent")
 
+
+
+def env_calls() -> list[dict[str, Any]]:
+    """Every function the tasks may name that is not a tool (initialization actions, assertions), on the side
+    it belongs to, with arguments that take each through its branches; in an order that changes the state as
+    it goes (a line suspended for an overdue bill, the phone broken in every way and set right again)."""
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("assistant", "get_available_plan_ids", {}),
+        ("assistant", "assert_line_status", {"customer_id": "C1001", "line_id": "L1002", "expected_status": "Active"}),
+        ("assistant", "assert_data_refueling_amount", {"customer_id": "C1001", "line_id": "L1002",
+                                                       "expected_amount": 0.0}),
+        ("assistant", "assert_no_overdue_bill", {"overdue_bill_id": SENTINEL}),
+        ("assistant", "assert_overdue_bill_exists", {"customer_id": "C1001", "overdue_bill_id": SENTINEL}),
+        ("assistant", "set_data_usage", {"customer_id": "C1001", "line_id": "L1002", "data_used_gb": 15}),
+        ("user", "assert_mobile_data_usage_exceeded", {"expected_status": True}),
+        ("assistant", "set_data_usage", {"customer_id": "C1001", "line_id": "L1002", "data_used_gb": 1.5}),
+        ("user", "assert_mobile_data_usage_exceeded", {"expected_status": True}),
+        ("user", "set_user_location", {"abroad": True}),
+        ("user", "assert_mobile_data_status", {"expected_status": False}),
+        ("user", "turn_roaming_on", {}), ("user", "turn_roaming_on", {}),
+        ("user", "assert_mobile_roaming_status", {"expected_status": True}),
+        ("user", "assert_internet_speed", {"expected_speed": 100}),
+        ("user", "turn_roaming_off", {}), ("user", "set_user_location", {"abroad": False}),
+        ("user", "turn_airplane_mode_on", {}), ("user", "turn_airplane_mode_on", {}),
+        ("user", "assert_airplane_mode_status", {"expected_status": True}),
+        ("user", "assert_service_status", {"expected_status": "no_service"}),
+        ("user", "assert_service_status", {"expected_status": "offline"}),
+        ("user", "assert_internet_not_excellent", {}),
+        ("user", "turn_airplane_mode_off", {}), ("user", "turn_airplane_mode_off", {}),
+        ("user", "assert_internet_speed", {"expected_speed": 100, "expected_desc": "EXCELLENT"}),
+        ("user", "turn_data_saver_mode_on", {}), ("user", "turn_data_saver_mode_on", {}),
+        ("user", "assert_mobile_data_saver_mode_status", {"expected_status": True}),
+        ("user", "assert_internet_speed", {"expected_speed": 50, "expected_desc": "good"}),
+        ("user", "turn_data_saver_mode_off", {}), ("user", "turn_data_saver_mode_off", {}),
+        ("user", "turn_data_off", {}), ("user", "turn_data_off", {}),
+        ("user", "assert_mobile_data_status", {"expected_status": False}),
+        ("user", "turn_data_on", {}), ("user", "simulate_network_search", {}),
+        ("user", "break_vpn", {}), ("user", "assert_internet_not_excellent", {}),
+        ("user", "break_apn_mms_setting", {}), ("user", "assert_can_send_mms", {"expected_status": False}),
+        ("user", "set_wifi_calling", {"enabled": True, "mms_over_wifi": True}),
+        ("user", "set_wifi_calling", {"enabled": True}),
+        ("user", "set_wifi_calling", {"enabled": False, "mms_over_wifi": False}),
+        ("user", "remove_app_permission", {"app_name": "messaging", "permission": "SMS"}),
+        ("user", "remove_app_permission", {"app_name": "messaging", "permission": "camera"}),
+        ("user", "remove_app_permission", {"app_name": "camera", "permission": "sms"}),
+        ("user", "unseat_sim_card", {}), ("user", "assert_service_status", {"expected_status": "no_service"}),
+        ("user", "lock_sim_card", {"mode": "puk"}), ("user", "lock_sim_card", {"mode": "pin"}),
+        ("user", "lock_sim_card", {"mode": "other"}),
+        ("user", "break_apn_settings", {}),
+        ("assistant", "suspend_line_for_overdue_bill", {"customer_id": "C1001", "line_id": "L1002",
+                                                        "new_bill_id": "B_overdue", "contract_ended": True}),
+        ("assistant", "suspend_line_for_overdue_bill", {"customer_id": "C1001", "line_id": "L1002",
+                                                        "new_bill_id": "B_again", "contract_ended": False}),
+        ("assistant", "assert_overdue_bill_exists", {"customer_id": "C1001", "overdue_bill_id": "B_overdue"}),
+        ("assistant", "assert_no_overdue_bill", {"overdue_bill_id": "B_overdue"}),
+        ("assistant", "assert_line_status", {"customer_id": "C1001", "line_id": "L1002",
+                                             "expected_status": "Suspended"}),
+        ("user", "set_user_info", {"name": "Someone Else", "phone_number": "555-000-0000"}),
+    ]
+    return [{"env_type": t, "func_name": f, "arguments": a} for t, f, a in calls]
+
+
+def outcome(run: Any) -> list[Any]:
+    """What a snapshot keeps of one env function call: ``["ok", repr(result)]`` or ``["error", "Type: text"]``."""
+    try:
+        return ["ok", repr(run())]
+    except Exception as exc:
+        return ["error", f"{type(exc).__name__}: {exc}"]

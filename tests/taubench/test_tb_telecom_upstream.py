@@ -117,3 +117,25 @@ def test_every_conversation_scores_as_upstream(task_id: str):
         assert [c["met"] for c in got.get("env_assertions") or ()] == want[name]["env_assertions"], name
     assert want["oracle"]["reward"] == 1.0
     assert all(v["reward"] == 0.0 for k, v in want.items() if k != "oracle")
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_every_task_function_behaves_as_upstreams(task_id: str):
+    """The initialization actions and assertions (functions that are not tools), on both sides, from the
+    task's initial state: each result (or error), and both sides' state after them."""
+    want = upstream()["tasks"][task_id]
+    task = tb_telecom.tasks("telecom")[task_id]
+    tb_telecom.fresh_vpn_default()
+    env = tb_support.environment("telecom", task)
+    assert env.user_tools is not None
+    got = [tb_telecom.outcome(lambda c=c: env.run_env_function_call(c)) for c in tb_telecom.env_calls()]
+    mismatches = [(c["func_name"], c["arguments"], w, g)
+                  for c, w, g in zip(tb_telecom.env_calls(), want["env_calls"], got, strict=True) if w != g]
+    assert not mismatches, mismatches[:3]
+    assert (env.get_db_hash(), env.get_user_db_hash()) == (want["env_calls_db_hash"],
+                                                           want["env_calls_user_db_hash"])
+    assert {c["func_name"] for c in tb_telecom.env_calls()} >= {
+        a["func_name"] for t in tb_telecom.tasks_raw() for a in [
+            *((t.get("initial_state") or {}).get("initialization_actions") or ()),
+            *(t["evaluation_criteria"].get("env_assertions") or ())]
+    } - set(env.tools.tool_specs) - set(env.user_tools.tool_specs)  # tools: compared with the tools

@@ -8,8 +8,9 @@ mutate state, the agent's system prompt (the policy as upstream's default ``tele
 the initial database hashes of both sides; per task: the user simulator's system prompt (sha256) and whether it
 gets tools, the hashes of tau2's gold environment (built twice: ``null`` when the two differ, as when a refuel
 opens a bill with a random id), the result of every call of ``tb_telecom.sequences`` with the hashes after them,
-and upstream's ``evaluate_simulation`` (``EvaluationType.ALL``) of every conversation of
-``tb_telecom.variants`` played by this package's runner.
+upstream's ``evaluate_simulation`` (``EvaluationType.ALL``) of every conversation of ``tb_telecom.variants``
+played by this package's runner, and the outcome of every call of ``tb_telecom.env_calls`` (the functions tasks
+name that are not tools) with the hashes after them.
 
 ``TelecomUserTools.default_vpn_details`` is a class attribute that ``break_vpn`` degrades in place; it is
 reset before each task here (and in the tests), as each task runs in a process of its own in the runner.
@@ -39,7 +40,7 @@ logger.remove()
 from tau2.agent.llm_agent import LLMAgent  # noqa: E402
 from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage  # noqa: E402
 from tau2.data_model.simulation import SimulationRun, TerminationReason  # noqa: E402
-from tau2.data_model.tasks import Task  # noqa: E402
+from tau2.data_model.tasks import EnvFunctionCall, Task  # noqa: E402
 from tau2.domains.telecom.user_data_model import PerformanceLevel, VpnDetails  # noqa: E402
 from tau2.domains.telecom.user_tools import TelecomUserTools  # noqa: E402
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa: E402
@@ -88,6 +89,14 @@ def fuzz(task: Task, calls: list[dict]) -> tuple[list, str, str]:
     return results, env.get_db_hash(), env.get_user_db_hash()
 
 
+def env_functions(task: Task) -> tuple[list, str, str]:
+    fresh_vpn_default()
+    env = initial_env(task)
+    results = [tb_telecom.outcome(lambda c=c: env.run_env_function_call(EnvFunctionCall(**c)))
+               for c in tb_telecom.env_calls()]
+    return results, env.get_db_hash(), env.get_user_db_hash()
+
+
 def to_tau2(message: dict):  # type: ignore[no-untyped-def]
     if message["role"] == "tool":
         return ToolMessage(id=message["id"], role="tool", content=message["content"],
@@ -131,6 +140,7 @@ def main() -> None:
         results, db_hash, user_db_hash = fuzz(task, sequences[task_id])
         again = fuzz(task, sequences[task_id])
         deterministic = (results, db_hash, user_db_hash) == again
+        functions = env_functions(task)
         rewards = {}
         for name, trajectory in tb_telecom.variants(raw).items():
             fresh_vpn_default()
@@ -159,6 +169,9 @@ def main() -> None:
             "fuzz_db_hash": db_hash if deterministic else None,
             "fuzz_user_db_hash": user_db_hash if deterministic else None,
             "rewards": rewards,
+            "env_calls": functions[0],
+            "env_calls_db_hash": functions[1],
+            "env_calls_user_db_hash": functions[2],
         }
         print(task_id, {k: v.get("reward") for k, v in rewards.items()}, "deterministic" if deterministic else "")
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
