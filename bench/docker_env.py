@@ -70,6 +70,9 @@ class ProviderVariant:
         self.provider: DockerProvider | None = None
         self.run_id = ""
         self.phases: dict[str, list[float]] = {"open": [], "exec": [], "io": [], "close": []}
+        #: Of containers started on demand (server path): engine create+start, then until the server answered.
+        self.starts: dict[str, list[float]] = {"create_start": [], "server_ready": []}
+        self.pooled = 0
         self.rounds = 0
 
     async def start_round(self, tasks: int, concurrency: int) -> None:
@@ -88,6 +91,12 @@ class ProviderVariant:
         session = await self.provider.open(EnvironmentSpec(image=IMAGE), run_id=self.run_id, task_id=f"t{i}",
                                            base_env={})
         t1 = time.perf_counter()
+        seconds = getattr(session, "start_seconds", {})
+        if seconds.get("pooled"):
+            self.pooled += 1
+        elif seconds:
+            for key in self.starts:
+                self.starts[key].append(seconds[key])
         try:
             result = await session.exec(["true"])
             assert result.returncode == 0, result
@@ -225,6 +234,13 @@ async def measure(args: argparse.Namespace, gateway_socket: str) -> None:
                 f"{name:<13}{concurrency:>5}{got['median']:>10.3f}{got['p95']:>9.3f}{got['tps']:>9.2f}"
                 f"{got['median'] / base['median']:>17.2f}{base['tps'] / got['tps']:>14.2f}   {phases}"
             )
+        for name, variant in variants.items():
+            if isinstance(variant, ProviderVariant) and (variant.starts["create_start"] or variant.pooled):
+                split = ", ".join(
+                    f"{key} {statistics.median(v) * 1000:.0f} ms" for key, v in variant.starts.items() if v
+                )
+                print(f"  {name} c={concurrency}: {variant.pooled} of {len(variant.phases['open'])} tasks took a pool "
+                      f"container; starts on demand (median): {split or '-'}")
 
 
 def percentiles(samples: list[float]) -> str:

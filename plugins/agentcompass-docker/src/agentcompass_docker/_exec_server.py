@@ -28,19 +28,28 @@ With a gateway socket and port, it also forwards TCP ``127.0.0.1:PORT`` to that 
 before it listens for requests: the first ``exec`` never waits for the forwarder.
 """
 
-import base64
-import ctypes
+import _socket
+import _thread
+import binascii
 import errno
-import json
+import marshal
 import os
-import selectors
-import signal
-import socket
 import struct
-import subprocess
 import sys
-import threading
 import time
+
+# Imported in the background once the socket listens (``load_the_rest``): what only commands and file tools
+# need, so that the server answers its first request as soon as possible. (``socket``, ``json`` and ``base64``
+# are never imported: with what they pull in, they would double the start-up time every container pays.)
+MYPY = False
+if MYPY:  # what type checkers see (mypy takes MYPY as true)
+    import ctypes
+    import selectors
+    import signal
+    import subprocess
+    import threading
+else:
+    ctypes = selectors = signal = subprocess = threading = None
 
 MAX_FRAME = 1 << 20
 OUTPUT_LIMIT = 8 * 1024 * 1024
@@ -50,8 +59,58 @@ HEADER = struct.Struct(">cI")
 KILL_GRACE = 3.0
 
 _waiters = {}  # type: dict[int, list]  # pid -> [threading.Event, status]
-_lock = threading.Lock()
-_spawned = threading.Condition(_lock)
+if MYPY:
+    _lock = threading.Lock()
+    _spawned = threading.Condition(_lock)
+else:
+    _lock = _spawned = None
+_loaded = _thread.allocate_lock()
+_loaded.acquire()  # released by load_the_rest
+
+
+def load_the_rest():
+    """Import what commands need, become a child subreaper, start the reaper."""
+    global ctypes, selectors, signal, subprocess, threading, _lock, _spawned
+    import ctypes
+    import selectors
+    import signal
+    import subprocess
+    import threading
+
+    _lock = threading.Lock()
+    _spawned = threading.Condition(_lock)
+    try:  # orphans of an exec become our children, so a timeout still finds (and reaps) them
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+    threading.Thread(target=reaper, daemon=True).start()
+    _loaded.release()
+
+
+def dumps(value):
+    """JSON text of a reply (str, int, float, bool, None, list, dict): the host parses it with ``json``."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(dumps(str(k)) + ":" + dumps(v) for k, v in value.items()) + "}"
+    out = []
+    for ch in str(value):
+        code = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif code < 0x20 or 0xD800 <= code < 0xE000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 # -- frames ----------------------------------------------------------------------------------------------
@@ -64,7 +123,7 @@ def send(conn, kind, payload=b""):
 
 
 def send_json(conn, kind, value):
-    send(conn, kind, json.dumps(value).encode())
+    send(conn, kind, dumps(value).encode("utf-8", "surrogatepass"))
 
 
 def recv_exact(conn, size):
@@ -227,8 +286,8 @@ def apply_writes(conn, writes):
     for i in range(0, len(writes) - 1, 2):
         path = writes[i]
         try:
-            put(path, base64.b64decode(writes[i + 1]))
-        except (OSError, ValueError) as exc:
+            put(path, binascii.a2b_base64(writes[i + 1]))
+        except (OSError, ValueError, binascii.Error) as exc:
             reply = error_reply(exc, path)
             reply["error"]["message"] = "agentcompass: cannot write {} ({})".format(path, reply["error"]["message"])
             reply["error"]["batched"] = True
@@ -453,7 +512,10 @@ def handle(conn):
         kind, payload = recv_frame(conn)
         if kind != b"Q":
             return
-        req = json.loads(payload.decode())
+        req = marshal.loads(payload)  # from the host, which is trusted (replies to it are JSON)
+        if req.get("op") != "ping":
+            with _loaded:
+                pass
         writes = req.get("writes") or []
         if not apply_writes(conn, writes):
             if req["op"] in ("write", "untar"):
@@ -506,17 +568,17 @@ def pump(source, sink, both):
             if not data:
                 break
             sink.sendall(data)
-        sink.shutdown(socket.SHUT_WR)
+        sink.shutdown(_socket.SHUT_WR)
     except OSError:
         for s in both:
             try:
-                s.shutdown(socket.SHUT_RDWR)
+                s.shutdown(_socket.SHUT_RDWR)
             except OSError:
                 pass
 
 
 def forward(client, gateway):
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(gateway)
     except OSError:
@@ -524,10 +586,18 @@ def forward(client, gateway):
         upstream.close()
         return
     both = (client, upstream)
-    back = threading.Thread(target=pump, args=(upstream, client, both), daemon=True)
-    back.start()
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def back():
+        try:
+            pump(upstream, client, both)
+        finally:
+            done.release()
+
+    _thread.start_new_thread(back, ())
     pump(client, upstream, both)
-    back.join()
+    done.acquire()
     client.close()
     upstream.close()
 
@@ -535,35 +605,33 @@ def forward(client, gateway):
 def accept_forever(server, target, *args):
     while True:
         try:
-            connection, _ = server.accept()
+            fd, _ = server._accept()
         except InterruptedError:
             continue
-        threading.Thread(target=target, args=(connection, *args), daemon=True).start()
+        except OSError:
+            time.sleep(0.01)  # out of file descriptors, say: try again
+            continue
+        _thread.start_new_thread(target, (_socket.socket(fileno=fd), *args))
 
 
 def main():
     path = sys.argv[1]
-    try:  # orphans of an exec become our children, so a timeout still finds (and reaps) them
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        pass
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    threading.Thread(target=reaper, daemon=True).start()
     if len(sys.argv) >= 4:
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tcp = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        tcp.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         tcp.bind(("127.0.0.1", int(sys.argv[3])))
         tcp.listen(128)
-        threading.Thread(target=accept_forever, args=(tcp, forward, sys.argv[2]), daemon=True).start()
+        _thread.start_new_thread(accept_forever, (tcp, forward, sys.argv[2]))
     try:
         os.unlink(path)
     except OSError:
         pass
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     server.bind(path + ".new")
     os.chmod(path + ".new", 0o600)
     server.listen(128)
     os.rename(path + ".new", path)  # the socket appears only once it accepts
+    _thread.start_new_thread(load_the_rest, ())
     accept_forever(server, handle)
 
 

@@ -1,12 +1,18 @@
 """The ``docker`` environment: one isolated container per task attempt, driven through python-on-whales.
 
-Per task attempt the engine sees: ``create`` + ``start`` on open, one ``exec`` per command, file read or
-download (small writes ride along with the next of those), ``rm -f`` on close. The pieces:
+Per task attempt the engine sees ``create`` + ``start`` on open (or none: the warm pool started the container
+ahead, :mod:`~agentcompass_docker.pool`) and ``rm -f`` on close. With ``exec=server`` (the default) every
+command and file operation in between is a request to the exec server inside the container
+(:mod:`~agentcompass_docker._exec_server`, over a Unix socket in a per-container host directory,
+:mod:`~agentcompass_docker.exec_dirs`); with ``exec=docker`` each is a ``docker exec`` (small writes ride
+along with the next of those). The pieces:
 
 * :mod:`~agentcompass_docker.engine`: the client, its worker threads, what engine errors mean;
 * :mod:`~agentcompass_docker.images`: images by name or built by content hash;
 * :mod:`~agentcompass_docker.containers`: creating, removing and finding containers by label;
-* :mod:`~agentcompass_docker.session`: :class:`DockerSession`, exec and files in one container, with
+* :mod:`~agentcompass_docker.server_session`: :class:`ServerSession`, the server path, with
+  :mod:`~agentcompass_docker.server_protocol`;
+* :mod:`~agentcompass_docker.session`: :class:`DockerSession`, the ``docker exec`` path, with
   :mod:`~agentcompass_docker.exec_protocol`, :mod:`~agentcompass_docker.writes` and
   :mod:`~agentcompass_docker.tar`.
 
@@ -87,6 +93,8 @@ class Started:
     server_pid: int = 0
     #: The container's pid namespace, from the server's first answer ("" when it cannot be told).
     namespace: str = ""
+    #: Where its start went: seconds to create and start it (engine), then until the server answered.
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -303,10 +311,12 @@ class DockerProvider(EnvironmentProvider):
     async def _start_server_container(self, spec: EnvironmentSpec, *, run_id: str, task_id: str) -> Started:
         """Create and start a container running the exec server, and wait until it answers. ``task_id`` empty:
         a pool container. Nothing is left behind on failure or cancellation."""
+        loop = asyncio.get_running_loop()
         image = await self.image_for(spec)
         uid, gid = await self._uid_gid(image, spec)
-        exec_dir = exec_dirs.make_exec_dir(run_id, uid, gid)
+        exec_dir = await self.engine.call(exec_dirs.make_exec_dir, run_id, uid, gid)
         self._exec_dirs.add(exec_dir)
+        began = loop.time()
         relay: asyncio.AbstractServer | None = None
         container_id: str | None = None
         self._starting += 1
@@ -318,12 +328,14 @@ class DockerProvider(EnvironmentProvider):
                 base_env={}, gateway=self._gateway, exec_dir=exec_dir,
             )
             container_id = await self._create(plan, task_id)
+            created = loop.time()
             if not is_root(plan.user):
                 await self.engine.call(self._make_writable, container_id, spec.workdir)
             fallback, pid, namespace = await self._wait_ready(container_id, plan.name, exec_dir)
             if fallback is not None:
                 self._log_fallback(image.ref, fallback)
-            return Started(container_id, plan, exec_dir, relay, fallback, pid, namespace)
+            seconds = {"create_start": created - began, "server_ready": loop.time() - created}
+            return Started(container_id, plan, exec_dir, relay, fallback, pid, namespace, seconds)
         except BaseException:
             if relay is not None:
                 relay.close()
@@ -354,7 +366,7 @@ class DockerProvider(EnvironmentProvider):
         marker = os.path.join(exec_dir, exec_dirs.NO_SERVER_NAME)
         started = loop.time()
         check_at = started + 1.0
-        delay = 0.002
+        delay = 0.003  # a failed connect costs microseconds
         while True:
             try:
                 exchange = await Exchange.open(socket_path, {"op": "ping"})
@@ -380,7 +392,6 @@ class DockerProvider(EnvironmentProvider):
                     f"the exec server of container {name} did not start within {self.options.start_timeout:.0f} s"
                 )
             await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.02)
 
     async def _relay(self, exec_dir: str) -> asyncio.AbstractServer:
         """A Unix socket in the exec directory that relays to the model gateway (so that the server, running as
@@ -413,6 +424,7 @@ class DockerProvider(EnvironmentProvider):
         pooled = self._pool.take(key) if run_id == self.run_id else None
         self._pool.refill()  # the next predicted open's container starts now, while this one is awaited
         started: Started | None = None
+        from_pool = False
         if pooled is not None:
             try:
                 started = await asyncio.wait_for(asyncio.shield(pooled), self.options.start_timeout)
@@ -425,6 +437,7 @@ class DockerProvider(EnvironmentProvider):
             except Exception as exc:
                 log.warning("docker.pool_start_failed", error=describe(exc))
             else:
+                from_pool = True
                 log.debug("docker.pool_taken", container=started.plan.name, task_id=task_id)
         if started is None:
             started = await self._start_server_container(spec, run_id=run_id, task_id=task_id)
@@ -445,6 +458,7 @@ class DockerProvider(EnvironmentProvider):
         session.relay = started.relay
         session.server_pid = started.server_pid
         session.namespace = started.namespace or None
+        session.start_seconds = {**started.seconds, "pooled": float(from_pool)}
         self._sessions[started.container_id] = session
         return session
 

@@ -1,6 +1,10 @@
 """The host side of the exec server's protocol (``_exec_server``): one asyncio Unix-socket connection per
 request, length-prefixed frames (``KIND | LENGTH | PAYLOAD``, payloads at most :data:`MAX_FRAME` bytes).
 
+The request header goes as :mod:`marshal` data (version 4: plain dicts, lists, strings and numbers), which the
+server loads without importing ``json``; replies come back as JSON, parsed here (never ``marshal``: what the
+container sends is not trusted).
+
 Anything that breaks the conversation (no socket, a refused or reset connection, the connection closing
 before the final ``X`` frame, a frame that is too large or of an unknown kind) is :class:`ServerGone`; the
 session turns it into an :class:`~agentcompass.errors.InfrastructureError`, never into an exit status.
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import marshal
 import os
 import socket
 import struct
@@ -77,7 +82,7 @@ class Exchange:
         if namespace is not None and peer_namespace(writer) != namespace:
             exchange.close()
             raise ServerGone("answered from outside its container (its socket was replaced)")
-        message = frames(b"Q", json.dumps(header).encode())
+        message = frames(b"Q", marshal.dumps(header, 4))  # the server reads it without importing json
         if data is not None:
             message += (frames(b"D", data) if data else b"") + frames(b"E")
         try:

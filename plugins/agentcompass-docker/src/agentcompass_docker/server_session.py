@@ -68,6 +68,9 @@ class ServerSession(DockerSession):
         #: The container's pid namespace, as the server's first answer showed it: every later connection must
         #: reach a process in it (None: not checked).
         self.namespace: str | None = None
+        #: Where the container's start went (seconds: ``create_start``, ``server_ready``; ``pooled`` 1.0 when
+        #: the warm pool started it), for benchmarks and logs.
+        self.start_seconds: dict[str, float] = {}
 
     # -- the server ----------------------------------------------------------------------------------
 
