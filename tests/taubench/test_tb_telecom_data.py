@@ -93,3 +93,16 @@ def test_the_staging_ships_normalised_json_and_the_policy_parts():
     # dates and datetimes as upstream's json.dumps(default=str) writes them; enums as their values
     device = json.loads((staged / "db.json").read_text())["devices"][0]
     assert device["activation_date"] == "2025-01-20 14:30:00" and device["device_type"] == "phone"
+
+
+def test_the_workflow_policy_variant_is_staged_and_requested():
+    with pytest.raises(UsageError) as raised:
+        TauBenchBenchmark(domain="mock,telecom", policy="workflow")
+    assert str(raised.value) == ("taubench option 'policy': domain 'mock' has no policy variant 'workflow'; "
+                                 "variants: default")
+    bench = TauBenchBenchmark(domain="telecom", policy="workflow")
+    assert len(task_ids(bench, request("oracle"))) == 20
+    staged = bench.staging.get(s.ROOT, "telecom") / "data" / "telecom"
+    assert sorted(p.name for p in staged.glob("*.md")) == ["main_policy.md", "tech_support_workflow.md"]
+    workflow = DomainData.load("telecom", str(staged), trusted=True, policy_variant="workflow")
+    assert (TELECOM / "tech_support_workflow.md").read_text() in workflow.policy

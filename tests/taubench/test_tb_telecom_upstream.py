@@ -18,9 +18,12 @@ import pytest
 import tb_fuzz
 import tb_support
 import tb_telecom
+from agentcompass.testing import LoopbackOpenAI
 from taubench_runner import prompts
 from taubench_runner import tasks as task_fields
+from taubench_runner.domains import DomainData
 from taubench_runner.evaluator import gold_environment
+from taubench_runner.prompts import STOP
 
 SNAPSHOT = tb_support.SNAPSHOTS / "upstream_telecom.json"
 TASK_IDS = list(tb_telecom.tasks("telecom"))
@@ -139,3 +142,36 @@ def test_every_task_function_behaves_as_upstreams(task_id: str):
             *((t.get("initial_state") or {}).get("initialization_actions") or ()),
             *(t["evaluation_criteria"].get("env_assertions") or ())]
     } - set(env.tools.tool_specs) - set(env.user_tools.tool_specs)  # tools: compared with the tools
+
+
+def test_the_workflow_variant_is_upstreams_telecom_workflow(tmp_path):  # type: ignore[no-untyped-def]
+    """``-b policy=workflow``: the agent's system prompt of upstream's ``telecom-workflow`` domain, as the runner
+    sends it."""
+    data = DomainData.load("telecom", str(tb_support.ROOT / "domains" / "telecom"), policy_variant="workflow")
+    assert prompts.agent_system_prompt(data.policy) == upstream()["agent_system_prompt_workflow"]
+    assert upstream()["agent_system_prompt_workflow"] != upstream()["agent_system_prompt"]
+    requests: list[dict] = []
+
+    def respond(body: dict) -> dict:
+        requests.append(body)
+        return {"content": STOP}
+
+    task = tb_telecom.tasks("telecom")[TASK_IDS[0]]
+    with LoopbackOpenAI(respond) as server:
+        proc, out = tb_support.run_runner(tmp_path, "run", tb_support.request_for("telecom", task, policy="workflow"),
+                                          env=server.env())
+        assert proc.returncode == 0, proc.stderr
+        bad, _ = tb_support.run_runner(tmp_path, "run", tb_support.request_for("telecom", task, policy="nope"),
+                                       env=server.env())
+    assert out["termination_reason"] == "user_stop"
+    assert bad.returncode == 2 and "domain 'telecom' has no policy variant 'nope'; variants: manual, workflow" in \
+        bad.stderr
+    # the user stopped at once: the agent was never asked; ask it directly through a second conversation
+    agent_first = tb_support.request_for("telecom", {**task, "initial_state": {
+        **task["initial_state"], "message_history": [{"role": "user", "content": "My phone has no service."}]}},
+        policy="workflow")
+    requests.clear()
+    with LoopbackOpenAI(respond) as server:
+        tb_support.run_runner(tmp_path, "run", agent_first, env=server.env())
+    agent_calls = [r for r in requests if r["model"] == "agent-model"]
+    assert agent_calls and agent_calls[0]["messages"][0]["content"] == upstream()["agent_system_prompt_workflow"]

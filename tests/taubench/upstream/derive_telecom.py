@@ -5,7 +5,8 @@ that has ``tau2`` installed, as for ``derive_snapshot.py``; ``TAU2_DATA_DIR`` is
 
 What it records: every agent and user tool's OpenAI schema as ``Tool.openai_schema`` renders it, which tools
 mutate state, the agent's system prompt (the policy as upstream's default ``telecom`` environment composes it),
-the initial database hashes of both sides; per task: the user simulator's system prompt (sha256) and whether it
+the agent's system prompt of ``telecom-workflow`` (the workflow variant), the initial database hashes of both
+sides; per task: the user simulator's system prompt (sha256) and whether it
 gets tools, the hashes of tau2's gold environment (built twice: ``null`` when the two differ, as when a refuel
 opens a bill with a random id), the result of every call of ``tb_telecom.sequences`` with the hashes after them,
 upstream's ``evaluate_simulation`` (``EvaluationType.ALL``) of every conversation of ``tb_telecom.variants``
@@ -116,6 +117,7 @@ def main() -> None:
     import pydantic
 
     env = registry.get_env_constructor("telecom")()
+    workflow = registry.get_env_constructor("telecom-workflow")()
     raw_tasks = list(tb_telecom.tasks_raw())
     tasks = {t["id"]: Task.model_validate(t) for t in raw_tasks}
     out: dict = {
@@ -126,6 +128,8 @@ def main() -> None:
         "mutating": {n: env.tools.tool_mutates_state(n) for n in env.tools.tools},
         "user_mutating": {n: env.user_tools.tool_mutates_state(n) for n in env.user_tools.tools},
         "agent_system_prompt": LLMAgent(tools=env.get_tools(), domain_policy=env.get_policy(), llm="x").system_prompt,
+        "agent_system_prompt_workflow": LLMAgent(tools=workflow.get_tools(), domain_policy=workflow.get_policy(),
+                                                 llm="x").system_prompt,
         "initial_db_hash": env.get_db_hash(),
         "initial_user_db_hash": env.get_user_db_hash(),
         "tasks": {},

@@ -36,7 +36,7 @@ from agentcompass.runtime import (
 )
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 from taubench_runner import tasks as task_fields
-from taubench_runner.domains import DOMAINS
+from taubench_runner.domains import DOMAINS, policy_variants
 
 from agentcompass_taubench import data
 
@@ -102,10 +102,11 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
     Options (``-b key=value``): ``domain`` (``mock``, ``airline``, ``retail``, ``telecom`` or a comma list;
     default ``mock``), ``split`` (``base``, ``train``, ``test``; default ``base``), ``data_dir`` (another copy
     of tau2's ``data/tau2``), ``task_set`` (the task file in each domain's directory; default ``tasks.json``,
-    telecom's ``tasks_small.json``), ``max_steps`` (200), ``max_errors`` (10), ``nl_assertions`` (``judge``,
-    or ``exclude`` to leave out the tasks whose reward needs the judge), ``user_temperature`` (0), ``timeout``
-    (seconds for the runner; default: the run phase's), ``enforce_communication_protocol`` (false), ``bake``
-    (true: under docker the runner and the data are built into the image).
+    telecom's ``tasks_small.json``), ``policy`` (a policy variant: telecom's ``manual``, its default, or
+    ``workflow``, upstream's ``telecom-workflow``), ``max_steps`` (200), ``max_errors`` (10), ``nl_assertions``
+    (``judge``, or ``exclude`` to leave out the tasks whose reward needs the judge), ``user_temperature`` (0),
+    ``timeout`` (seconds for the runner; default: the run phase's), ``enforce_communication_protocol`` (false),
+    ``bake`` (true: under docker the runner and the data are built into the image).
     """
 
     name: ClassVar[str] = "taubench"
@@ -120,8 +121,8 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         binary=True,
     )
     OPTIONS: ClassVar[tuple[str, ...]] = (
-        "domain", "split", "data_dir", "task_set", "max_steps", "max_errors", "nl_assertions", "user_temperature",
-        "timeout", "enforce_communication_protocol", "bake",
+        "domain", "split", "data_dir", "task_set", "policy", "max_steps", "max_errors", "nl_assertions",
+        "user_temperature", "timeout", "enforce_communication_protocol", "bake",
     )
 
     def __init__(self, **options: Any) -> None:
@@ -145,6 +146,12 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         self.split = _choice("split", options.get("split", "base"), SPLITS)
         self.root = data.resolve_root(options.get("data_dir"))
         self.task_set = None if options.get("task_set") is None else _file_name("task_set", options["task_set"])
+        self.policy = None if options.get("policy") is None else str(options["policy"]).strip()
+        for domain in self.domains if self.policy is not None else ():
+            variants = policy_variants(domain)
+            if self.policy not in variants:
+                raise UsageError(f"taubench option 'policy': domain {domain!r} has no policy variant "
+                                 f"{self.policy!r}; variants: {', '.join(variants)}")
         self.max_steps = _positive_int("max_steps", options.get("max_steps", 200))
         self.max_errors = _positive_int("max_errors", options.get("max_errors", 10))
         self.nl_policy = _choice("nl_assertions", options.get("nl_assertions", "judge"), NL_POLICIES)
@@ -154,14 +161,14 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         self.enforce_protocol = _flag("enforce_communication_protocol",
                                       options.get("enforce_communication_protocol", False))
         self.bake = _flag("bake", options.get("bake", True))
-        self.staging = data.Staging()
+        self.staging = data.Staging(self.policy)
 
     # -- tasks ------------------------------------------------------------------------------------
 
     def load_tasks(self, req: RunRequest) -> Iterator[TaskSpec]:
         specs = []
         for domain in self.domains:
-            for task in data.load_tasks(self.root, domain, self.split, self.task_set):
+            for task in data.load_tasks(self.root, domain, self.split, self.task_set, self.policy):
                 needs = task_fields.needs_judge(task)
                 if needs and self.nl_policy == "exclude":
                     continue
@@ -222,6 +229,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
             "data_dir": paths["data_dir"],
             "guidelines_dir": paths["guidelines_dir"],
             "trusted_db": True,
+            "policy": self.policy,
             "max_steps": self.max_steps,
             "max_errors": self.max_errors,
             "enforce_communication_protocol": self.enforce_protocol,

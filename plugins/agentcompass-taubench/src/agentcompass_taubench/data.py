@@ -75,10 +75,11 @@ def _read_json(path: Path) -> Any:
         raise UsageError(f"taubench data: {path} is not valid {kind} ({exc})") from None
 
 
-def check_layout(root: Path, domain: str, task_file: str | None = None) -> None:
-    """Every file the runner needs for ``domain`` is there (``task_file``: the domain's default)."""
+def check_layout(root: Path, domain: str, task_file: str | None = None, policy: str | None = None) -> None:
+    """Every file the runner needs for ``domain`` is there (``task_file``, ``policy``: the domain's default
+    task file and policy variant)."""
     directory = root / "domains" / domain
-    needed = [task_file or runner_domains.tasks_file(domain), *runner_domains.policy_files(domain),
+    needed = [task_file or runner_domains.tasks_file(domain), *runner_domains.policy_files(domain, policy),
               *runner_domains.db_files(domain)]
     for name in needed:
         if not (directory / name).is_file():
@@ -92,11 +93,12 @@ def check_layout(root: Path, domain: str, task_file: str | None = None) -> None:
             raise UsageError(f"taubench data: {root / 'user_simulator' / name} is missing")
 
 
-def load_tasks(root: Path, domain: str, split: str, task_file: str | None = None) -> list[Mapping[str, Any]]:
+def load_tasks(root: Path, domain: str, split: str, task_file: str | None = None,
+               policy: str | None = None) -> list[Mapping[str, Any]]:
     """The tasks of ``split`` in the order of the task file (``task_file``: the domain's default), each
     checked as tau2 would. A task file without a split file has one split, ``base``: all its tasks."""
     task_file = task_file or runner_domains.tasks_file(domain)
-    check_layout(root, domain, task_file)
+    check_layout(root, domain, task_file, policy)
     directory = root / "domains" / domain
     tasks_path = directory / task_file
     raw = _read_json(tasks_path)
@@ -144,7 +146,9 @@ class Staging:
     databases (validated once and written normalised, so the runner only parses them) and the user simulator's
     guidelines, uploaded as a whole into each task's environment. Removed when the process exits."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: str | None = None) -> None:
+        #: The policy variant shipped (None: each domain's default).
+        self.policy = policy
         self._dirs: dict[tuple[Path, str], Path] = {}
         self._contexts: dict[tuple[Path, tuple[str, ...]], Path] = {}
         self._lock = threading.Lock()
@@ -175,7 +179,7 @@ class Staging:
             return self._dirs[key]
 
     def _build(self, root: Path, domain: str) -> Path:
-        check_layout(root, domain)
+        check_layout(root, domain, policy=self.policy)
         if self._base is None:
             self._base = Path(tempfile.mkdtemp(prefix="agentcompass-taubench-"))
             atexit.register(shutil.rmtree, self._base, True)
@@ -185,7 +189,7 @@ class Staging:
         data_dir = target / "data" / domain
         data_dir.mkdir(parents=True)
         source = root / "domains" / domain
-        for name in runner_domains.policy_files(domain):
+        for name in runner_domains.policy_files(domain, self.policy):
             shutil.copyfile(source / name, data_dir / name)
         for name, model in runner_domains.db_models(domain).items():
             raw = _read_json(source / name)  # a JSON error names the file

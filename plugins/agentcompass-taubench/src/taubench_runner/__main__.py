@@ -14,6 +14,7 @@ scores a trajectory as tau2 does, calling the judge model for NL assertions when
 The request::
 
     {"domain": "retail", "task": {...}, "data_dir": "DIR", "guidelines_dir": "DIR", "trusted_db": bool,
+     "policy": null | "workflow",
      "max_steps": 200, "max_errors": 10, "enforce_communication_protocol": false,
      "agent": {"model": "agent", "params": {...}}, "user": {"model": "user", "params": {...}},
      "judge": {"model": "judge", "params": {...}} | null, "skip_nl": null | "why", "request_timeout": 600}
@@ -98,9 +99,12 @@ def domain_data(request: Mapping[str, Any]) -> DomainData:
     if not os.path.isdir(directory):
         raise MissingInput(f"no domain data directory at {directory}")
     try:
-        return DomainData.load(request["domain"], directory, trusted=bool(request.get("trusted_db")))
+        return DomainData.load(request["domain"], directory, trusted=bool(request.get("trusted_db")),
+                               policy_variant=request.get("policy"))
     except FileNotFoundError as exc:
         raise MissingInput(f"a domain data file is missing: {exc.filename}") from None
+    except ValueError as exc:  # an unknown policy variant
+        raise RequestError(str(exc)) from None
 
 
 def guidelines(request: Mapping[str, Any], with_tools: bool) -> str:

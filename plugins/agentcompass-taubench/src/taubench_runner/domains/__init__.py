@@ -1,7 +1,8 @@
 """The domains: each module names its agent toolkit (``AGENT_TOOLS``), its user toolkit (``USER_TOOLS`` or
 None) and their database files (``DB_FILE``, ``USER_DB_FILE``: JSON or TOML, as upstream ships them); the
-policy is the domain's ``policy.md``, or the parts a module names in ``POLICY_FILES`` joined by its
-``compose_policy``; the task file is ``tasks.json`` unless the module names another (``TASKS_FILE``).
+policy is the domain's ``policy.md``, or the parts a module names per variant in ``POLICY_VARIANTS`` (the first
+one its default) joined by its ``compose_policy``; the task file is ``tasks.json`` unless the module names
+another (``TASKS_FILE``).
 
 A domain directory has tau2's layout: the task file, its split file ``split_<task file stem>.json`` (optional:
 without one the only split is ``base``, every task), the policy, the databases (``db.json``/``db.toml``, and
@@ -46,9 +47,22 @@ def shipped_name(name: str) -> str:
     return f"{stem or name}.json"
 
 
-def policy_files(domain: str) -> tuple[str, ...]:
-    """The files the domain's policy is made of."""
-    return tuple(getattr(module(domain), "POLICY_FILES", (POLICY_FILE,)))
+def policy_variants(domain: str) -> dict[str, tuple[str, ...]]:
+    """The domain's policy variants (the first is the default), each the files it is made of."""
+    return dict(getattr(module(domain), "POLICY_VARIANTS", {"default": (POLICY_FILE,)}))
+
+
+def policy_files(domain: str, variant: str | None = None) -> tuple[str, ...]:
+    """The files the domain's policy is made of: of one variant (default: the default one), or of all of them
+    with ``variant="*"``."""
+    variants = policy_variants(domain)
+    if variant == "*":
+        return tuple(dict.fromkeys(name for files in variants.values() for name in files))
+    if variant is None:
+        return next(iter(variants.values()))
+    if variant not in variants:
+        raise ValueError(f"domain {domain!r} has no policy variant {variant!r}; variants: {', '.join(variants)}")
+    return variants[variant]
 
 
 def tasks_file(domain: str) -> str:
@@ -61,10 +75,10 @@ def split_file(task_file: str) -> str:
     return f"split_{task_file.rsplit('.', 1)[0]}.json"
 
 
-def read_policy(domain: str, directory: str) -> str:
-    """The agent's policy, as upstream builds it from the domain's files."""
+def read_policy(domain: str, directory: str, variant: str | None = None) -> str:
+    """The agent's policy, as upstream builds it from the domain's files (``variant``: the default one)."""
     texts = []
-    for name in policy_files(domain):
+    for name in policy_files(domain, variant):
         with open(os.path.join(directory, name), encoding="utf-8") as fh:
             texts.append(fh.read())
     compose = getattr(module(domain), "compose_policy", None)
@@ -100,11 +114,13 @@ class DomainData:
     db_format: str = "json"
 
     @classmethod
-    def load(cls, domain: str, directory: str, *, trusted: bool = False) -> DomainData:
+    def load(cls, domain: str, directory: str, *, trusted: bool = False,
+             policy_variant: str | None = None) -> DomainData:
         """A domain directory's data. ``trusted``: the databases were validated and normalised already
-        (``prepare_task``'s staging, :func:`shipped_name`), so they are JSON and only parsed."""
+        (``prepare_task``'s staging, :func:`shipped_name`), so they are JSON and only parsed.
+        ``policy_variant``: one of the domain's policy variants (default: the first)."""
         mod = module(domain)
-        policy = read_policy(domain, directory)
+        policy = read_policy(domain, directory, policy_variant)
         names = [mod.DB_FILE, mod.USER_DB_FILE]
         if trusted:
             names = [shipped_name(n) if n else n for n in names]

@@ -1274,5 +1274,9 @@ ENVIRONMENT = TelecomEnvironment
 DB_FILE = "db.toml"
 USER_DB_FILE = "user_db.toml"
 TASKS_FILE = "tasks_small.json"
-#: The policy's parts, composed by :func:`compose_policy` (upstream's default ``telecom``: the manual).
-POLICY_FILES = ("main_policy.md", "tech_support_manual.md")
+#: The policy's parts per variant, composed by :func:`compose_policy`: upstream's default ``telecom`` domain
+#: (the tech-support manual) and its ``telecom-workflow`` (the workflow).
+POLICY_VARIANTS = {
+    "manual": ("main_policy.md", "tech_support_manual.md"),
+    "workflow": ("main_policy.md", "tech_support_workflow.md"),
+}
