@@ -259,8 +259,9 @@ def test_without_an_address_a_local_instance_runs_and_goes(tmp_path: Path) -> No
         proc = run_cli(None, "run", "example_interactive", "none", "openai-compatible/mock", "--model-base-url",
                        server.base_url, "--model-api-key-env", "ACRAY_TEST_KEY", "--executor", "ray",
                        "--executor-arg", f"temp_dir={temp}", "-o", str(out), "-c", "3",
-                       env={"ACRAY_TEST_KEY": key, "RAY_AUTH_MODE": "disabled"})
+                       env={"ACRAY_TEST_KEY": key, "HOME": str(tmp_path / "home")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (tmp_path / "home" / ".ray").exists()  # its token was its own, gone with it
     assert json.loads((out / "summary.json").read_text())["status_counts"] == {"COMPLETED": 11}
     files = [p for p in temp.rglob("*") if p.is_file()]
     assert files and not [p for p in files if key.encode() in p.read_bytes()]

@@ -181,6 +181,8 @@ class TaskMeter:
     fatal_error: str | None = None
     #: Masks the run's secrets in what a record cuts (set when the attempt is granted its models).
     redactor: Redactor | None = None
+    #: Keep call records (False on a remote worker: the head's meter records every call it relays).
+    records_calls: bool = True
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per role: calls, prompt/completion tokens, summed latency, errors, and cost when priced."""
@@ -233,6 +235,8 @@ class MeteredModel(ModelClient):
 
     def _keep(self, record: CallRecord) -> None:
         """Bound the record (masked before any cut) and add it to the meter."""
+        if not self.meter.records_calls:
+            return
         redactor = self.meter.redactor
         if redactor is None:  # a meter no gateway granted: this client's own secrets
             if self._redactor is None:

@@ -153,6 +153,19 @@ class RemoteGrant:
         return tuple(unstructure(c) for c in self.meter.calls)
 
 
+_last_scrubbed: list[tuple[RunRequest, frozenset[str], RunRequest]] = []
+
+
+def _scrubbed(req: RunRequest, secrets: frozenset[str]) -> RunRequest:
+    """:func:`scrub_request`, once per request (every attempt of a run carries the same one)."""
+    for original, given, scrubbed in _last_scrubbed:
+        if original is req and given == secrets:
+            return scrubbed
+    scrubbed = scrub_request(req, secrets)
+    _last_scrubbed[:] = [(req, secrets, scrubbed)]
+    return scrubbed
+
+
 def grant_remote(context: ExecutionContext, spec: AttemptSpec, gateway_url: str) -> RemoteGrant:
     """See :meth:`ExecutionContext.grant_remote`."""
     from agentcompass.models.metering import TaskMeter
@@ -164,7 +177,7 @@ def grant_remote(context: ExecutionContext, spec: AttemptSpec, gateway_url: str)
     if spec.rescore is not None and context.source_artifacts is not None:
         recorded = spec.rescore.result
         source = pack_dir(context.source_artifacts(spec.task.task_id, recorded.trial, recorded.attempt))
-    sent = replace(spec, request=scrub_request(spec.request, context.secrets), gateway_env={})
+    sent = replace(spec, request=_scrubbed(spec.request, context.secrets), gateway_env={})
     return RemoteGrant(context, spec, RemoteAttempt(sent, remote_endpoints, source), meter, revoke)
 
 
@@ -180,6 +193,7 @@ class _RelayAccess:
 
         worker = self.worker
         assert worker.gateway is not None
+        meter.records_calls = False  # the head's meter has every call: recording them here too is waste
         relayed = {role: GatewayClient(e, worker.pool) for role, e in self.endpoints.items()}
         token, endpoints = worker.gateway.grant(relayed, meter, worker.base_url)
         direct = {role: GatewayClient(e, worker.pool, via="client") for role, e in self.endpoints.items()}
@@ -259,9 +273,10 @@ class AttemptWorker:
         )
         try:
             outcome = await run_attempt(context, spec)
-            packed = await asyncio.to_thread(pack_dir, artifacts)
+            packed = await asyncio.to_thread(pack_dir, artifacts) if artifacts.is_dir() else b""
         finally:
-            await asyncio.to_thread(shutil.rmtree, scratch, True)
+            if scratch.exists():
+                await asyncio.to_thread(shutil.rmtree, scratch, True)
         # The head's meter has every call; the worker's copy stays here.
         return RemoteOutcome(replace(outcome, trajectory=()), packed, tuple(transitions))
 

@@ -11,10 +11,15 @@ import contextlib
 import logging
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from secrets import token_hex
 from typing import Any
 
+import attrs
 from agentcompass.errors import UsageError
 
 from agentcompass_ray.options import RayOptions
@@ -36,38 +41,85 @@ def environment_without(secrets: Iterable[str]) -> Iterator[None]:
         os.environ.update(removed)
 
 
-def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -> bool:
-    """Connect to the cluster ``options.address`` names, or start a local instance with ``local_cpus``
-    logical CPUs; True when this call started Ray (and so must shut it down)."""
-    import ray
+@attrs.define
+class Connection:
+    """This process's membership of a Ray cluster: :meth:`close` leaves it (a local instance stops)."""
 
-    if ray.is_initialized():
-        return False
+    #: This process called ``ray.init`` (and so shuts it down).
+    joined: bool
+    #: Variables set for a local instance (its private token), restored on close.
+    saved_env: dict[str, str | None] = attrs.field(factory=dict)
+    token_dir: str | None = None
+
+    def close(self) -> None:
+        import ray
+
+        if self.joined:
+            ray.shutdown()
+            self.joined = False
+        for key, value in self.saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self.saved_env = {}
+        if self.token_dir:
+            shutil.rmtree(self.token_dir, ignore_errors=True)
+            self.token_dir = None
+
+
+def _private_token(connection: Connection) -> None:
+    """Token authentication for a local instance, with a token of its own in a private directory (otherwise
+    Ray writes one to ``~/.ray/auth_token``, which later ``ray start --head`` runs would pick up)."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return  # the user's choice
+    connection.token_dir = tempfile.mkdtemp(prefix="agentcompass-ray-")
+    token = Path(connection.token_dir) / "auth_token"
+    token.write_text(token_hex(32))
+    token.chmod(0o600)
+    for key, value in (("RAY_AUTH_MODE", "token"), ("RAY_AUTH_TOKEN_PATH", str(token))):
+        connection.saved_env[key] = os.environ.get(key)
+        os.environ[key] = value
+
+
+def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -> Connection:
+    """Connect to the cluster ``options.address`` names, or start a local instance with ``local_cpus``
+    logical CPUs."""
+    import sys
+
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return Connection(joined=False)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Under ``uv run`` Ray would ship the working directory to every worker and run them through uv; the
     # workers use the Python their node runs instead, with the plugins installed there.
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    connection = Connection(joined=False)
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
                               "namespace": "agentcompass"}
     if options.address is None:
         kwargs.update(num_cpus=max(1, math.ceil(local_cpus)), _node_ip_address=options.node_ip or LOCAL_NODE_IP)
-        if options.temp_dir:
-            kwargs["_temp_dir"] = options.temp_dir
+        _private_token(connection)
     else:
         kwargs["address"] = options.address
         if options.node_ip:
             kwargs["_node_ip_address"] = options.node_ip
         kwargs.pop("include_dashboard")
+    if options.temp_dir:  # a local instance's, or where 'auto' finds the cluster 'ray start --temp-dir' began
+        kwargs["_temp_dir"] = options.temp_dir
+    import ray  # after the token's variables are set: Ray reads them as it loads
+
     try:
         with environment_without(secrets):
             ray.init(**kwargs)
-    except ConnectionError as exc:
-        raise UsageError(f"cannot reach the Ray cluster at {options.address}: {exc}. Start one with "
-                         "'ray start --head', or leave --executor-arg address out for a local instance") from None
     except Exception as exc:
+        connection.close()
+        if isinstance(exc, ConnectionError):
+            raise UsageError(f"cannot reach the Ray cluster at {options.address}: {exc}. Start one with 'ray "
+                             "start --head', or leave --executor-arg address out for a local instance") from None
         where = f"the Ray cluster at {options.address}" if options.address else "a local Ray instance"
         raise UsageError(f"cannot start or join {where}: {type(exc).__name__}: {exc}") from None
-    return True
+    connection.joined = True
+    return connection
 
 
 @dataclass(frozen=True)

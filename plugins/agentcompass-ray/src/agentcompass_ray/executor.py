@@ -26,6 +26,7 @@ from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest
 
 from agentcompass_ray.cluster import (
+    Connection,
     NodeSlots,
     alive_nodes,
     attempt_demand,
@@ -52,6 +53,25 @@ class _Actor:
         return self.node.slots - self.busy if self.alive else 0
 
 
+async def _settled(ref: Any) -> None:
+    """Wait (up to :data:`CLOSE_SECONDS`) until a cancelled remote attempt has unwound on its node, its
+    environments closed, however often this wait is itself cancelled."""
+    future = asyncio.wrap_future(ref.future())
+    deadline = asyncio.get_running_loop().time() + CLOSE_SECONDS
+    while not future.done():
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(future), left)
+        except asyncio.CancelledError:
+            continue
+        except BaseException:
+            return
+    if not future.cancelled():
+        future.exception()  # retrieved: a cancelled task's error is expected
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
@@ -65,7 +85,7 @@ class RayExecutor(Executor):
 
     def __init__(self, **options: Any) -> None:
         self.options = RayOptions.parse(options)
-        self._started_ray = False
+        self._connection: Connection | None = None
         self._actors: list[_Actor] = []
         self._request: RunRequest | None = None
         self._environments: list[EnvironmentSpec] = []
@@ -82,12 +102,12 @@ class RayExecutor(Executor):
                     secrets: Iterable[str] = ()) -> None:
         """Join the cluster, start one worker per node with room, and check each can run this request (its
         plugins installed); then set the workers up. A problem is a UsageError naming the node."""
-        import ray
-
         self._request, self._environments = request, environments
         self._wanted = min(request.concurrency, request.max_environments or request.concurrency)
         # On this thread: Ray installs its signal handlers only from the main one. Before the run starts.
-        self._started_ray = connect(self.options, local_cpus=self._wanted * self.options.num_cpus, secrets=secrets)
+        self._connection = connect(self.options, local_cpus=self._wanted * self.options.num_cpus, secrets=secrets)
+        import ray
+
         nodes = alive_nodes()
         self._demand = attempt_demand(self.options, docker=request.environment == "docker", nodes=nodes)
         if request.gateway_host.startswith(LOOPBACK_PREFIXES):
@@ -155,6 +175,11 @@ class RayExecutor(Executor):
         log = get_logger()
         log.info("ray.workers_ready", nodes=[a.node.address for a in self._actors],
                  slots=[a.node.slots for a in self._actors], demand=self._demand, gateway=url)
+        held = sum(a.node.slots for a in self._actors)
+        if held < self._wanted:
+            log.warning("ray.capacity", requested=self._wanted, held=held, demand=self._demand,
+                        hint="the cluster holds fewer attempts at once than asked; lower --executor-arg "
+                             "num_cpus= or add nodes")
         workers = [asyncio.create_task(self._worker(attempts, context, url)) for _ in range(self._wanted)]
         try:
             await asyncio.gather(*workers)
@@ -198,8 +223,7 @@ class RayExecutor(Executor):
             except asyncio.CancelledError:
                 grant.revoke()
                 ray.cancel(ref)
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(asyncio.wrap_future(ref.future()), CLOSE_SECONDS)
+                await _settled(ref)
                 raise
             except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
                     ray.exceptions.ObjectLostError, ray.exceptions.NodeDiedError) as exc:
@@ -212,7 +236,10 @@ class RayExecutor(Executor):
             except ray.exceptions.RayError as exc:
                 outcome = grant.fail(f"the Ray worker on node {actor.node.address} failed: {_short(exc)}")
             else:
-                outcome = grant.finish(returned)
+                try:
+                    outcome = grant.finish(returned)
+                except Exception as exc:  # e.g. artifacts that cannot be written here
+                    outcome = grant.fail(f"recording the attempt failed: {_short(exc)}", retryable=False)
             finally:
                 await self._release(actor)
             attempts.report(outcome)
@@ -244,23 +271,26 @@ class RayExecutor(Executor):
 
         log = get_logger()
         try:
-            await asyncio.sleep(0.5)  # let Ray notice what died with it
-            live = [a for a in self._actors if a.alive]
-            missing = self._wanted - sum(a.node.slots for a in live)
-            if missing <= 0:
-                return
-            taken = {a.node.node_id for a in live}
-            nodes = [n for n in await asyncio.to_thread(alive_nodes) if n["NodeID"] not in taken]
-            plan = plan_slots(nodes, self._demand, missing)
-            fresh = [self._spawn(node) for node in plan]
-            problems = await self._prepare(fresh, ray) if fresh else []
-            if problems:
-                log.warning("ray.restart_failed", problems=problems)
-                for a in fresh:
-                    ray.kill(a.handle)
-                return
-            self._actors = [*live, *fresh, *[a for a in self._actors if not a.alive and a.busy]]
-            log.info("ray.workers_restarted", nodes=[a.node.address for a in fresh])
+            for _ in range(3):  # again when another worker died meanwhile
+                await asyncio.sleep(0.5)  # let Ray notice what died with it
+                live = [a for a in self._actors if a.alive]
+                missing = self._wanted - sum(a.node.slots for a in live)
+                if missing <= 0:
+                    return
+                taken = {a.node.node_id for a in live}
+                nodes = [n for n in await asyncio.to_thread(alive_nodes) if n["NodeID"] not in taken]
+                fresh = [self._spawn(node) for node in plan_slots(nodes, self._demand, missing)]
+                if not fresh:
+                    log.warning("ray.restart_failed", error="no live node has room for another worker")
+                    return
+                problems = await self._prepare(fresh, ray)
+                if problems:
+                    log.warning("ray.restart_failed", problems=problems)
+                    for a in fresh:
+                        ray.kill(a.handle)
+                    return
+                self._actors = [*(a for a in self._actors if a.alive or a.busy), *fresh]
+                log.info("ray.workers_restarted", nodes=[a.node.address for a in fresh])
         except Exception as exc:
             log.warning("ray.restart_failed", error=_short(exc))
         finally:
@@ -276,6 +306,8 @@ class RayExecutor(Executor):
         import ray
 
         if not ray.is_initialized():
+            if self._connection is not None:
+                self._connection.close()
             return
         live = [a for a in self._actors if a.alive]
         if live:
@@ -286,6 +318,6 @@ class RayExecutor(Executor):
             with contextlib.suppress(Exception):
                 ray.kill(a.handle)
         self._actors = []
-        if self._started_ray:
-            await asyncio.to_thread(ray.shutdown)
-            self._started_ray = False
+        if self._connection is not None:
+            await asyncio.to_thread(self._connection.close)
+            self._connection = None

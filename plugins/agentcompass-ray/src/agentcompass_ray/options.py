@@ -19,7 +19,8 @@ OPTIONS = {
     "docker_resource": "the custom resource that marks docker-capable nodes (default docker); with --env "
                        "docker each attempt takes one unit of it, on nodes that advertise it",
     "node_ip": "this machine's address in the cluster, when Ray would guess another (e.g. 127.0.0.2)",
-    "temp_dir": "Ray's temp directory for a local instance",
+    "temp_dir": "Ray's temp directory: a local instance's, or the --temp-dir the cluster was started with "
+                "(where address=auto finds it)",
     "startup_timeout": "seconds to wait for the workers to be ready (default 120)",
 }
 

@@ -1,0 +1,155 @@
+"""``--executor ray`` against the local executor, through the real CLI, on a local two-node Ray cluster.
+
+Workload: N mock tasks (default 2,000) of a benchmark whose run phase calls the agent model K=3 times through
+the in-process client (``mock`` provider), in the ``local`` environment; results, trajectories and logs written
+to a real run directory on the head. The benchmark is an installed plugin (a ``.dist-info`` on PYTHONPATH) on
+the driver and on both nodes, as a real cluster needs.
+
+The cluster: a head on 127.0.0.2 and a worker on 127.0.0.3 (64 logical CPUs each, so concurrency 100 fits
+with the default ``num_cpus=1`` per attempt), each its own ``ray start --block`` process tree, stopped by pid.
+
+Prints, per executor (each case repeated ``--repeat`` times; the range is shown):
+  * 0 ms model latency, concurrency 8 and 100: run time (``summary.duration_s``: from the first attempt to the
+    last record; joining the cluster and starting the workers come before it and are shown apart), tasks/s,
+    and ms per task (run time ÷ N); the ray executor's overhead per task is its ms per task minus the local
+    executor's (target ≤ 10 ms);
+  * 100 ms model latency, concurrency 100: run time ÷ ideal, ideal = N·K·latency ÷ concurrency (target ≤ 1.3).
+
+Usage: uv run python bench/ray_executor.py [--n 2000] [--repeat 2] [--only overhead|latency]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.ray.cluster import LocalCluster  # noqa: E402
+
+K = 3
+PLUGIN = '''
+from dataclasses import replace
+
+from agentcompass import hookimpl
+from agentcompass.runtime import HarnessFreeBenchmark, RunResult, TaskSpec, TaskStatus
+
+
+class CallsBenchmark(HarnessFreeBenchmark):
+    def __init__(self, n="1000"):
+        super().__init__()
+        self.n = int(n)
+
+    def load_tasks(self, req):
+        return (TaskSpec(task_id=f"task-{i}", category=("a", "b")[i % 2]) for i in range(self.n))
+
+    async def run_task(self, task, prepared, req, plan, env=None):
+        messages = [{"role": "user", "content": f"question {task.task_id}"}]
+        for _ in range(3):
+            reply = await plan.models["agent"].chat(messages)
+            messages.append(dict(reply.message))
+        return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
+                         final_answer=messages[-1]["content"])
+
+    async def evaluate(self, task, prepared, result, req, plan, env=None):
+        return replace(result, metrics={"score": 1.0})
+
+
+@hookimpl
+def register_benchmarks(register):
+    register("bench_ray_calls", CallsBenchmark)
+'''
+
+
+def install_plugin(root: Path) -> Path:
+    """The benchmark as an installed distribution: a package and its .dist-info, on a PYTHONPATH entry."""
+    site = root / "site"
+    (site / "acbench_ray").mkdir(parents=True)
+    (site / "acbench_ray" / "__init__.py").write_text(PLUGIN)
+    info = site / "acbench_ray-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acbench-ray\nVersion: 0.0.1\n")
+    (info / "entry_points.txt").write_text("[agentcompass]\nbench_ray = acbench_ray\n")
+    return site
+
+
+def run(n: int, concurrency: int, latency: float, env: dict[str, str], extra: list[str], out: Path
+        ) -> tuple[float, float]:
+    """(run time from summary.json, whole-process wall time) of one ``agentcompass run``."""
+    argv = [sys.executable, "-m", "agentcompass.cli.main", "run", "bench_ray_calls", "none", "mock",
+            "-b", f"n={n}", "-c", str(concurrency), "-o", str(out), "--json", *extra]
+    if latency:
+        argv += ["--model-arg", f"latency={latency}"]
+    started = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env, timeout=3600)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"run failed ({proc.returncode}): {proc.stderr[-3000:]}")
+    summary = json.loads(proc.stdout)
+    assert summary["status_counts"] == {"COMPLETED": n}, summary["status_counts"]
+    return float(summary["duration_s"]), wall
+
+
+def span(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
+    lo, hi = min(values) * scale, max(values) * scale
+    return f"{lo:.{digits}f}" if round(lo, digits) == round(hi, digits) else f"{lo:.{digits}f}–{hi:.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--only", choices=("overhead", "latency"), default=None, help="run one of the cases")
+    args = parser.parse_args()
+    n, repeat = args.n, args.repeat
+    root = Path(tempfile.mkdtemp(prefix="acbench", dir="/tmp"))
+    site = install_plugin(root)
+    pythonpath = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    cluster = LocalCluster(env={"PYTHONPATH": pythonpath})
+    print(f"--executor ray vs local — N={n} tasks × K={K} in-process mock calls, local environment; "
+          f"two-node loopback cluster (head 127.0.0.2, worker 127.0.0.3); {repeat} runs per case")
+    try:
+        started = time.perf_counter()
+        cluster.start_head("127.0.0.2", cpus=64)
+        cluster.add_worker("127.0.0.3", cpus=64)
+        cluster.wait_for(2)
+        print(f"  cluster up in {time.perf_counter() - started:.1f} s")
+        local_env = {**os.environ, "PYTHONPATH": pythonpath}
+        ray_env = {**local_env, **cluster.driver_env()}
+        ray_args = ["--executor", "ray", "--executor-arg", f"address={cluster.address}",
+                    "--executor-arg", "node_ip=127.0.0.2"]
+        for concurrency in (8, 100) if args.only != "latency" else ():
+            times: dict[str, list[float]] = {"local": [], "ray": []}
+            walls: dict[str, list[float]] = {"local": [], "ray": []}
+            for i in range(repeat):
+                for name, env, extra in (("local", local_env, []), ("ray", ray_env, ray_args)):
+                    t, wall = run(n, concurrency, 0.0, env, extra, root / f"{name}-{concurrency}-{i}")
+                    times[name].append(t)
+                    walls[name].append(wall)
+            for name in ("local", "ray"):
+                print(f"  0 ms latency, concurrency {concurrency:>3}, {name:>5}: run {span(times[name])} s, "
+                      f"{span([n / t for t in times[name]], digits=0)} tasks/s, "
+                      f"{span(times[name], 1000 / n)} ms per task (whole process {span(walls[name])} s)")
+            overhead = [(r - lo) * 1000 / n for r in times["ray"] for lo in times["local"]]
+            print(f"  → ray overhead per task at concurrency {concurrency}: {span(overhead)} ms  (target ≤ 10 ms)")
+        latency, concurrency = 0.1, 100
+        ideal = n * K * latency / concurrency
+        for name, env, extra in (("local", local_env, []), ("ray", ray_env, ray_args)) if args.only != "overhead" else ():
+            measured = [run(n, concurrency, latency, env, extra, root / f"{name}-latency-{i}")[0]
+                        for i in range(repeat)]
+            print(f"  100 ms latency, concurrency {concurrency}, {name:>5}: {span(measured)} s measured, "
+                  f"{ideal:.2f} s ideal, ratio {span([m / ideal for m in measured], digits=3)}"
+                  + ("  (target ≤ 1.3)" if name == "ray" else ""))
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
