@@ -141,7 +141,8 @@ def main() -> None:
             print(f"  → ray overhead per task at concurrency {concurrency}: {span(overhead)} ms  (target ≤ 10 ms)")
         latency, concurrency = 0.1, 100
         ideal = n * K * latency / concurrency
-        for name, env, extra in (("local", local_env, []), ("ray", ray_env, ray_args)) if args.only != "overhead" else ():
+        executors = (("local", local_env, []), ("ray", ray_env, ray_args))
+        for name, env, extra in executors if args.only != "overhead" else ():
             measured = [run(n, concurrency, latency, env, extra, root / f"{name}-latency-{i}")[0]
                         for i in range(repeat)]
             print(f"  100 ms latency, concurrency {concurrency}, {name:>5}: {span(measured)} s measured, "

@@ -115,8 +115,11 @@ def test_an_agent_inside_a_worker_environment_reaches_the_gateway_and_its_artifa
              "print(json.load(u.urlopen(r))['choices'][0]['message']['content'])\"")
     out = tmp_path / "ray"
     proc = run_cli(cluster, "run", "example_coding", "command", "mock", "--harness-arg", f"command={agent}",
-                   "-t", "roman", "-t", "fizzbuzz", *on_cluster(cluster), "-o", str(out))
+                   "-t", "roman", "-t", "fizzbuzz", *on_cluster(cluster), "-o", str(out),
+                   "--gateway-host", HEAD_IP)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    (ready,) = log_events(out, "ray.workers_ready")
+    assert ready["gateway"].startswith(f"http://{HEAD_IP}:")  # the address --gateway-host gave
     results = records(out / "results.jsonl")
     assert [r["status"] for r in results] == ["COMPLETED", "COMPLETED"]
     calls = records(out / "trajectories.jsonl")
@@ -172,6 +175,38 @@ def test_a_killed_worker_process_has_its_attempts_retried_once_each(cluster: Loc
     assert len(log_events(out, "ray.worker_lost")) == len(lost)
     assert log_events(out, "ray.workers_restarted")  # the node is alive: a new worker took the slots
     # Nothing recorded twice: each call of each attempt once, in order.
+    keys = [(c["task_id"], c["trial"], c["attempt"], c["index"]) for c in records(out / "trajectories.jsonl")]
+    assert len(keys) == len(set(keys))
+
+
+def test_a_node_that_dies_mid_run_has_its_attempts_retried_elsewhere(cluster: LocalCluster, tmp_path: Path) -> None:
+    doomed_ip = "127.0.0.4"
+    doomed = cluster.add_worker(doomed_ip, cpus=2)
+    try:
+        cluster.wait_for(3)
+        out = tmp_path / "ray"
+        with LoopbackOpenAI(slow_responder(0.6), api_key=None) as server:
+            proc = start_cli(cluster, "run", "example_interactive", "none", "openai-compatible/mock",
+                             "--model-base-url", server.base_url, "--seed", "4", "-c", "6", "--retries", "1",
+                             *on_cluster(cluster), "-o", str(out))
+            try:
+                wait_until(lambda: node_workers(cluster, doomed_ip) and len(server.requests) >= 6, 90,
+                           "attempts on the doomed node")
+                doomed.kill()  # the whole node: raylet, its workers, everything under its ray start
+                stdout, stderr = proc.communicate(timeout=180)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+    finally:
+        doomed.kill()
+        cluster.nodes.remove(doomed)
+    assert proc.returncode == 0, stdout + stderr
+    results = records(out / "results.jsonl")
+    assert len(results) == 11 == len({r["task_id"] for r in results}) and {r["status"] for r in results} == {
+        "COMPLETED"}
+    lost = log_events(out, "ray.worker_lost")
+    assert lost and {e["node"] for e in lost} == {doomed_ip}
+    assert len(records(out / "attempts.jsonl")) == len(lost)  # each lost attempt once, then retried
     keys = [(c["task_id"], c["trial"], c["attempt"], c["index"]) for c in records(out / "trajectories.jsonl")]
     assert len(keys) == len(set(keys))
 

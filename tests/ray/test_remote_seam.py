@@ -1,0 +1,122 @@
+"""The remote half of the executor seam (``agentcompass.runtime.remote``) without Ray: an executor that sends
+every attempt through pickle to an :class:`AttemptWorker` in this process, as a remote executor sends it to
+another machine. The real runner, real plugins, a real gateway over HTTP; only the transport is in process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentcompass import hookimpl
+from agentcompass.plugins import load_plugins
+from agentcompass.runner import Runner
+from agentcompass.runtime import RunRequest
+from agentcompass.runtime.executor import AttemptSource, ExecutionContext, Executor
+from agentcompass.runtime.remote import AttemptWorker, scrub_request
+from agentcompass.testing.models import LoopbackOpenAI
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.ray.conftest import comparable, records
+
+
+class PickledRemote(Executor):
+    """Sends each attempt as bytes to a worker built from the installed plugins, and its outcome back."""
+
+    name = "pickled"
+    remote = True
+    sent: list[bytes] = []
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.worker: AttemptWorker | None = None
+
+    async def check(self, request, environments, secrets=()):  # type: ignore[no-untyped-def]
+        self.worker = AttemptWorker(pickle.loads(pickle.dumps(request)))
+        await self.worker.setup(environments)
+
+    async def execute(self, attempts: AttemptSource, context: ExecutionContext) -> None:
+        url = f"http://{context.gateway_host}:{context.gateway_port}/v1"
+        assert self.worker is not None
+
+        async def loop() -> None:
+            while (spec := await attempts.next()) is not None:
+                grant = context.grant_remote(spec, url)
+                wire = pickle.dumps(grant.attempt)
+                PickledRemote.sent.append(wire)
+                returned = await self.worker.run(pickle.loads(wire))  # type: ignore[union-attr]
+                attempts.report(grant.finish(pickle.loads(pickle.dumps(returned))))
+
+        await asyncio.gather(*(loop() for _ in range(context.request.concurrency)))
+
+    async def close(self) -> None:
+        if self.worker is not None:
+            await self.worker.close()
+
+
+class Plugin:
+    @hookimpl
+    def register_executors(self, register):  # type: ignore[no-untyped-def]
+        register("pickled", PickledRemote)
+
+
+def run(request: RunRequest, run_dir: Path) -> Any:
+    host = load_plugins()
+    host.add_plugin(Plugin(), "pickled")
+    return asyncio.run(Runner(host, request, run_dir=run_dir, handle_signals=False).run())
+
+
+@pytest.mark.parametrize(("benchmark", "harness", "extra"), [
+    ("example_interactive", "none", {}),
+    ("example_coding", "oracle", {}),
+    # A budget the head enforces: its meter refuses the calls the worker relays (LIMIT_REACHED, as locally).
+    ("example_interactive", "none", {"max_tokens_per_task": 250}),
+])
+def test_a_remote_attempt_ends_as_a_local_one(tmp_path: Path, benchmark: str, harness: str,
+                                               extra: dict[str, Any]) -> None:
+    base = RunRequest(benchmark=benchmark, harness=harness, model="mock", seed=9, trials=2, concurrency=3, **extra)
+    local = run(base, tmp_path / "local")
+    remote = run(RunRequest(**{**base.__dict__, "executor": "pickled"}), tmp_path / "remote")
+    assert comparable(tmp_path / "remote") == comparable(tmp_path / "local")
+    assert remote.summary.status_counts == local.summary.status_counts
+    if extra:
+        assert "LIMIT_REACHED" in remote.summary.status_counts
+    calls = records(tmp_path / "remote" / "trajectories.jsonl")
+    assert len(calls) == len(records(tmp_path / "local" / "trajectories.jsonl"))
+
+
+def test_nothing_sent_holds_the_provider_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-seam-" + "k3y" * 8
+    monkeypatch.setenv("SEAM_TEST_KEY", key)
+    PickledRemote.sent.clear()
+    with LoopbackOpenAI(api_key=key) as server:
+        outcome = run(RunRequest(benchmark="example_interactive", harness="none", model="openai-compatible/mock",
+                                 model_base_url=server.base_url, model_api_key_env="SEAM_TEST_KEY",
+                                 model_args={"temperature": "0"}, executor="pickled", concurrency=2),
+                      tmp_path / "run")
+    assert outcome.summary.status_counts == {"COMPLETED": 11}
+    assert len(PickledRemote.sent) == 11
+    assert not [w for w in PickledRemote.sent if key.encode() in w]
+    sent = pickle.loads(PickledRemote.sent[0])
+    assert sent.spec.request.model_base_url is None  # may carry credentials: the worker needs none
+    assert all(e.api_key.startswith("acgw-") for e in sent.endpoints.values())  # a per-attempt gateway token
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["request"]["executor"] == "pickled"
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "token", "x"]), st.text(min_size=0, max_size=20), max_size=3),
+       st.text(alphabet="abcdef0123456789", min_size=8, max_size=16))
+def test_scrubbing_leaves_no_secret_in_any_option(options: dict[str, str], secret: str) -> None:
+    tainted = {k: f"pre{secret}post" if i % 2 else v for i, (k, v) in enumerate(options.items())}
+    req = RunRequest(benchmark="b", harness="h", model="m", model_args=tainted, benchmark_args=tainted,
+                     harness_args=tainted, environment_args=tainted, executor_args=tainted,
+                     model_base_url=f"https://user:{secret}@example.invalid/v1")
+    scrubbed = scrub_request(req, [secret])
+    assert secret not in repr(scrubbed)
+    assert set(scrubbed.model_args) == set(tainted)  # keys stay; only values holding a secret go
+    untouched = {k: v for k, v in tainted.items() if secret not in v}
+    assert {k: v for k, v in scrubbed.model_args.items() if k in untouched} == untouched
