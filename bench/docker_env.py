@@ -166,8 +166,8 @@ def variant_options(name: str, concurrency: int) -> dict[str, str]:
     if name == "docker":
         return {"exec": "docker"}
     if name == "no-batching":
-        return {"write_delay": "0"}
-    return {}
+        return {"write_delay": "0", "prestart": "0"}
+    return {"prestart": "0"}  # server, gateway: no pool (the default would start one at concurrency > 1)
 
 
 async def main() -> None:

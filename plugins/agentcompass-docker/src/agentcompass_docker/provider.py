@@ -111,7 +111,9 @@ class DockerProvider(EnvironmentProvider):
         self.options = DockerOptions.parse(options)
         self.engine = Engine(self.options)
         self.images = Images(self.engine, self.options)
-        self.containers = Containers(self.engine, timeout=self.options.close_timeout)
+        self.containers = Containers(
+            self.engine, timeout=self.options.close_timeout, start_timeout=self.options.start_timeout
+        )
         self.run_id = ""
         self._sessions: dict[str, DockerSession] = {}
         self._closing: set[asyncio.Future[Any]] = set()
@@ -365,7 +367,7 @@ class DockerProvider(EnvironmentProvider):
         socket_path = os.path.join(exec_dir, exec_dirs.SOCKET_NAME)
         marker = os.path.join(exec_dir, exec_dirs.NO_SERVER_NAME)
         started = loop.time()
-        check_at = started + 1.0
+        check_at = started + 2.0  # the container's state is asked (a CLI call) only when the start is slow
         delay = 0.003  # a failed connect costs microseconds
         while True:
             try:
@@ -386,7 +388,7 @@ class DockerProvider(EnvironmentProvider):
                 reason = await self.engine.call(self.containers.gone_reason, container_id)
                 if reason is not None:
                     raise InfrastructureError(f"the container {name} {reason} while its exec server started")
-                check_at = now + 1.0
+                check_at = now + 2.0
             if now - started > self.options.start_timeout:
                 raise InfrastructureError(
                     f"the exec server of container {name} did not start within {self.options.start_timeout:.0f} s"
