@@ -131,6 +131,7 @@ def test_an_agent_inside_a_worker_environment_reaches_the_gateway_and_its_artifa
         assert stdout.read_text().strip() == replies[r["task_id"]].strip()
 
 
+@pytest.mark.docker
 def test_docker_attempts_run_on_the_docker_node_with_the_local_executors_results(
         cluster: LocalCluster, tmp_path: Path) -> None:
     require_engine()
@@ -211,6 +212,7 @@ def test_a_node_that_dies_mid_run_has_its_attempts_retried_elsewhere(cluster: Lo
     assert len(keys) == len(set(keys))
 
 
+@pytest.mark.docker
 def test_ctrl_c_cancels_remote_attempts_closes_their_containers_and_resume_finishes(
         cluster: LocalCluster, tmp_path: Path) -> None:
     require_engine()
