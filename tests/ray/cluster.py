@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -181,9 +182,12 @@ class LocalCluster:
             time.sleep(1)
         raise RuntimeError(f"the Ray cluster did not reach {n_nodes} nodes: {last[-2000:]}")
 
-    def stop(self) -> None:
+    def stop(self, *, remove: bool = True) -> None:
+        """Kill every node (by pid) and, unless ``remove`` is false, remove the cluster's directory."""
         for node in reversed(self.nodes):
             node.kill()
+        if remove:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def files(self) -> list[Path]:
         """Every file under the nodes' temp directories (logs, session directories, spilled objects)."""
