@@ -128,6 +128,9 @@ class DockerProvider(EnvironmentProvider):
         self._relays: set[asyncio.AbstractServer] = set()
         self._users: dict[tuple[str, str], asyncio.Future[tuple[int, int | None]]] = {}
         self._fallbacks_logged: set[str] = set()
+        self._removal_lock = threading.Lock()
+        self._removal_queue: list[tuple[str | None, str | None, Future[None]]] = []
+        self._removal_running = False
 
     @property
     def docker(self) -> Any:
@@ -465,22 +468,37 @@ class DockerProvider(EnvironmentProvider):
         return session
 
     def _remove_soon(self, container_id: str | None, exec_dir: str | None) -> asyncio.Future[Any]:
-        """Remove a container and its exec directory in a worker thread (tracked: teardown waits)."""
-
-        def remove() -> None:
-            try:
-                if container_id is not None:
-                    self.containers.remove_quietly(container_id)
-            finally:
-                if exec_dir is not None:
-                    exec_dirs.remove_exec_dir(exec_dir)
-
-        future = asyncio.wrap_future(self.engine.submit(remove))
+        """Remove a container and its exec directory in a worker thread (tracked: teardown waits). Removals
+        asked for while one is running go together, in one ``docker rm`` (one CLI call for many)."""
+        done: Future[None] = Future()
+        with self._removal_lock:
+            self._removal_queue.append((container_id, exec_dir, done))
+            start = not self._removal_running
+            self._removal_running = True
+        if start:
+            self.engine.submit(self._run_removals)
+        future = asyncio.wrap_future(done)
         self._closing.add(future)
         future.add_done_callback(self._closing.discard)
         if exec_dir is not None:
             future.add_done_callback(lambda _: self._exec_dirs.discard(exec_dir))
         return future
+
+    def _run_removals(self) -> None:
+        """Worker thread: remove what is queued, batch after batch, until the queue is empty."""
+        while True:
+            with self._removal_lock:
+                batch, self._removal_queue = self._removal_queue, []
+                if not batch:
+                    self._removal_running = False
+                    return
+            try:
+                self.containers.remove_many([c for c, _, _ in batch if c is not None])
+            finally:
+                for _, exec_dir, done in batch:
+                    if exec_dir is not None:
+                        exec_dirs.remove_exec_dir(exec_dir)
+                    done.set_result(None)
 
     async def close(self, session: EnvironmentSession) -> None:
         if not isinstance(session, DockerSession) or session.provider is not self:
