@@ -120,3 +120,38 @@ def test_scrubbing_leaves_no_secret_in_any_option(options: dict[str, str], secre
     assert set(scrubbed.model_args) == set(tainted)  # keys stay; only values holding a secret go
     untouched = {k: v for k, v in tainted.items() if secret not in v}
     assert {k: v for k, v in scrubbed.model_args.items() if k in untouched} == untouched
+
+
+async def test_the_multiplexed_gateway_checks_every_token_and_stops_with_sockets_open() -> None:
+    import time
+
+    from agentcompass.models.gateway import ModelGateway
+    from agentcompass.models.gateway_client import GatewayClient, GatewayPool
+    from agentcompass.models.metering import TaskMeter
+    from agentcompass.runtime import ModelEndpoint, ModelError
+    from agentcompass.testing.models import ScriptedModel, text
+
+    gateway = ModelGateway({"agent": "scripted"})
+    await gateway.start()
+    pool = GatewayPool(timeout=30)
+    started = time.monotonic()
+    try:
+        meter = TaskMeter("t", 1)
+        token, endpoints = gateway.grant({"agent": ScriptedModel(lambda request: text("pong"))}, meter,
+                                         gateway.base_url)
+        good = GatewayClient(endpoints["agent"], pool, via="client")
+        replies = await asyncio.gather(*(good.chat([{"role": "user", "content": str(i)}]) for i in range(20)))
+        assert {r.content for r in replies} == {"pong"} and len(meter.calls) == 20
+        assert {c.via for c in meter.calls} == {"client"}  # recorded as in-process calls, as locally
+        forged = GatewayClient(ModelEndpoint(gateway.base_url, "acgw-forged", "scripted"), pool)
+        with pytest.raises(ModelError, match="invalid or expired token") as caught:
+            await forged.chat([{"role": "user", "content": "x"}])
+        assert caught.value.status == 401 and caught.value.fatal
+        gateway.revoke(token)
+        with pytest.raises(ModelError, match="invalid or expired token"):
+            await good.chat([{"role": "user", "content": "late"}])
+    finally:
+        started = time.monotonic()
+        await gateway.stop()  # the worker's socket is still open: stop closes it instead of waiting
+        assert time.monotonic() - started < 5
+        await pool.aclose()

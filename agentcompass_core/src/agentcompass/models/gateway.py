@@ -17,6 +17,8 @@ retries. What the trajectory keeps of each call is bounded: see :mod:`agentcompa
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -52,10 +54,13 @@ VIA_HEADER = "X-AgentCompass-Via"
 SOCKET_DIR_PREFIX = "agentcompass-gw-"
 
 
+def _error_body(status: int, message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error",
            headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status,
-                             headers=headers)
+    return web.json_response(_error_body(status, message, kind), status=status, headers=headers)
 
 
 @attrs.define
@@ -84,11 +89,14 @@ class ModelGateway:
     _redactor: Redactor = attrs.field(factory=Redactor)
     _runner: web.AppRunner | None = None
     _socket_dir: str | None = None
+    #: Open WebSockets of remote workers (closed by ``stop``, which would otherwise wait for them).
+    _sockets: set[web.WebSocketResponse] = attrs.field(factory=set)
 
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/v1/stream", self._multiplexed)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         tcp = web.TCPSite(self._runner, self.host, self.port)
@@ -106,6 +114,9 @@ class ModelGateway:
 
     async def stop(self) -> None:
         self._grants.clear()
+        for ws in list(self._sockets):
+            with contextlib.suppress(Exception):
+                await ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -173,30 +184,37 @@ class ModelGateway:
             body = await request.json(loads=json.loads)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return _error(400, "request body is not valid JSON")
+        status, payload, headers = await self._answer(grant, body, request.headers.get(VIA_HEADER, "") == "client")
+        if status == 200 and isinstance(body, dict) and body.get("stream"):
+            choice = payload["choices"][0]
+            return await self._stream(request, payload["id"], payload["created"], payload["model"],
+                                      choice["message"], choice["finish_reason"], payload["usage"])
+        return web.json_response(payload, status=status, headers=headers)
+
+    async def _answer(self, grant: Grant, body: Any, via_client: bool
+                      ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+        """One chat completion for ``grant``: the HTTP status, the JSON answer and extra headers."""
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "request needs a 'messages' list")
+            return 400, _error_body(400, "request needs a 'messages' list"), None
         model = str(body.get("model") or "")
         role = self._role_for(grant, model) if model else "agent" if "agent" in grant.clients else None
         if role is None:
             known = sorted({*grant.clients, *grant.model_ids.values()})
-            return _error(404, f"unknown model {model!r}; this gateway serves {', '.join(known)}",
-                          "not_found_error")
+            return 404, _error_body(404, f"unknown model {model!r}; this gateway serves {', '.join(known)}",
+                                    "not_found_error"), None
         params = {k: body[k] for k in PASSTHROUGH_PARAMS if k in body}
         mask = self._redactor.text
         try:
-            via_client = request.headers.get(VIA_HEADER, "") == "client" and role in grant.direct
-            client = grant.direct[role] if via_client else grant.clients[role]
+            client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
             response = await client.chat(body["messages"], tools=body.get("tools"), **params)
         except ModelError as exc:
             status = exc.status or 502
             # The provider retried already (or the error is final): a client retrying would multiply it.
             retried = not exc.retryable or int(getattr(exc, "attempts", 1) or 1) > 1
-            return _error(status, mask(f"model {role!r} failed: {exc}"), "upstream_error",
-                          {"x-should-retry": "false"} if retried else None)
+            return status, _error_body(status, mask(f"model {role!r} failed: {exc}"), "upstream_error"), (
+                {"x-should-retry": "false"} if retried else None)
         except Exception as exc:  # a provider bug must not take the gateway down
-            return _error(500, mask(f"model {role!r} failed: {describe(exc)}"), "upstream_error")
-        completion_id = "chatcmpl-" + secrets.token_hex(8)
-        created = int(time.time())
+            return 500, _error_body(500, mask(f"model {role!r} failed: {describe(exc)}"), "upstream_error"), None
         message = self._redactor.data(dict(response.message))
         message.setdefault("content", None)
         usage = {
@@ -204,19 +222,56 @@ class ModelGateway:
             "completion_tokens": response.usage.completion_tokens,
             "total_tokens": response.usage.total_tokens,
         }
-        if body.get("stream"):
-            return await self._stream(request, completion_id, created, grant.model_ids[role], message,
-                                      response.finish_reason, usage)
-        return web.json_response(
-            {
-                "id": completion_id,
-                "object": "chat.completion",
-                "created": created,
-                "model": grant.model_ids[role],
-                "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason}],
-                "usage": usage,
-            }
-        )
+        return 200, {
+            "id": "chatcmpl-" + secrets.token_hex(8),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": grant.model_ids[role],
+            "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason}],
+            "usage": usage,
+        }, None
+
+    async def _multiplexed(self, request: web.Request) -> web.WebSocketResponse:
+        """Chat completions over one WebSocket (``GET /v1/stream``), for a remote worker's many attempts: each
+        text message is ``{"id", "token", "via", "body"}`` (``body`` as for ``POST /v1/chat/completions``), each
+        answer ``{"id", "status", "body", "headers"}``, in any order. Every message needs its attempt's token."""
+        ws = web.WebSocketResponse(max_msg_size=64 * 1024 * 1024)
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        sending = asyncio.Lock()
+        calls: set[asyncio.Task[None]] = set()
+
+        async def answer(message: dict[str, Any]) -> None:
+            grant = self._grants.get(str(message.get("token") or ""))
+            if grant is None:
+                reply: tuple[int, dict[str, Any], dict[str, str] | None] = (401, _error_body(
+                    401, "invalid or expired token (tokens end with their task attempt)", "authentication_error"),
+                    None)
+            else:
+                reply = await self._answer(grant, message.get("body"), message.get("via") == "client")
+            status, payload, headers = reply
+            async with sending:
+                if not ws.closed:
+                    await ws.send_str(json.dumps({"id": message.get("id"), "status": status, "body": payload,
+                                                  "headers": headers or {}}))
+
+        try:
+            async for frame in ws:
+                if frame.type is not web.WSMsgType.TEXT:
+                    continue
+                try:
+                    message = json.loads(frame.data)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(message, dict):
+                    call = asyncio.create_task(answer(message))
+                    calls.add(call)
+                    call.add_done_callback(calls.discard)
+        finally:
+            self._sockets.discard(ws)
+            for call in list(calls):
+                call.cancel()
+        return ws
 
     @staticmethod
     async def _stream(
