@@ -19,8 +19,13 @@ time goes (median open / exec / write+read / close, ms). Then, unless ``--no-lat
 ``true`` through a session (median, p95, ms) on each path, against ``docker exec`` of the same container.
 Figures are printed, not asserted.
 
+``--work SECONDS`` adds that much work to every task (an ``exec`` of ``sleep`` / a ``sleep`` in the baseline),
+as real tasks have: then the warm pool hides container starts behind it. ``--isolation-baseline`` adds
+``run+isolation``: ``docker run --rm`` with the flags the provider's containers get (``--init``, memory, CPU and
+process limits, ``--cap-drop ALL``, ``no-new-privileges``), to tell the engine's share from the provider's.
+
 Usage: uv run python bench/docker_env.py [--n 100] [--concurrency 1 8] [--rounds 5] [--variants ...]
-       [--latency-n 200] [--no-latency]
+       [--latency-n 200] [--no-latency] [--work 0] [--isolation-baseline]
 """
 
 from __future__ import annotations
@@ -44,6 +49,12 @@ from python_on_whales import docker
 
 IMAGE = "python:3.11-slim"
 PAYLOAD = "x" * 1024
+#: Seconds of work per task (``--work``): an ``exec`` of ``sleep`` through the provider, a ``sleep`` in the
+#: baseline's script. 0: the bare per-task overhead.
+WORK = 0.0
+#: What the provider's containers get that a bare ``docker run`` does not (the ``run+isolation`` baseline).
+ISOLATION = dict(init=True, memory="2g", memory_swap="2g", cpus=1.0, pids_limit=512, cap_drop=["ALL"],
+                 security_options=["no-new-privileges"])
 
 
 async def timed_tasks(n: int, concurrency: int, task: Callable[[int], Awaitable[None]]) -> tuple[list[float], float]:
@@ -100,6 +111,8 @@ class ProviderVariant:
         try:
             result = await session.exec(["true"])
             assert result.returncode == 0, result
+            if WORK:
+                assert (await session.exec(["sleep", str(WORK)])).returncode == 0
             t2 = time.perf_counter()
             await session.write_text("data.txt", PAYLOAD)
             assert await session.read_text("data.txt") == PAYLOAD
@@ -118,9 +131,12 @@ class ProviderVariant:
 class BaselineVariant:
     """``docker run --rm`` doing the same work in one container."""
 
-    def __init__(self, concurrency: int) -> None:
+    def __init__(self, concurrency: int, isolation: bool = False) -> None:
         self.pool = ThreadPoolExecutor(max(concurrency, 4))
         self.script = f"true && printf %s '{PAYLOAD}' > /tmp/data.txt && cat /tmp/data.txt"
+        if WORK:
+            self.script = f"sleep {WORK} && {self.script}"
+        self.flags = ISOLATION if isolation else {}
 
     async def start_round(self, tasks: int, concurrency: int) -> None:
         pass
@@ -129,7 +145,8 @@ class BaselineVariant:
         pass
 
     def blocking(self) -> None:
-        out = docker.container.run(IMAGE, ["sh", "-c", self.script], remove=True, networks=["none"], pull="never")
+        out = docker.container.run(IMAGE, ["sh", "-c", self.script], remove=True, networks=["none"], pull="never",
+                                   **self.flags)
         assert out == PAYLOAD, out[:100]
 
     async def task(self, i: int) -> None:
@@ -178,7 +195,12 @@ async def main() -> None:
     parser.add_argument("--variants", nargs="+", default=["server", "pool", "docker"], choices=VARIANTS)
     parser.add_argument("--latency-n", type=int, default=200)
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--work", type=float, default=0.0, help="seconds of work per task (default 0)")
+    parser.add_argument("--isolation-baseline", action="store_true",
+                        help="also time docker run --rm with the provider's isolation flags (init, limits, caps)")
     args = parser.parse_args()
+    global WORK
+    WORK = args.work
     try:
         docker.system.info()
     except Exception as exc:
@@ -198,13 +220,15 @@ async def measure(args: argparse.Namespace, gateway_socket: str) -> None:
     per_round = max(1, args.n // args.rounds)
     print(
         f"docker environment bench: {per_round * args.rounds} tasks per cell in {args.rounds} interleaved rounds, "
-        f"image {IMAGE}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        f"{WORK:g} s of work per task, image {IMAGE}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
     )
     header = ("variant", "conc", "median s", "p95 s", "tasks/s", "× base (median)", "× base (tps)",
               "open/exec/io/close ms")
     print("{:<13}{:>5}{:>10}{:>9}{:>9}{:>17}{:>14}   {}".format(*header))
     for concurrency in args.concurrency:
         variants: dict[str, ProviderVariant | BaselineVariant] = {"docker run": BaselineVariant(concurrency)}
+        if args.isolation_baseline:
+            variants["run+isolation"] = BaselineVariant(concurrency, isolation=True)
         for name in args.variants:
             gateway = gateway_socket if name == "gateway" else None
             variants[name] = ProviderVariant(name, gateway, **variant_options(name, concurrency))
@@ -221,9 +245,9 @@ async def measure(args: argparse.Namespace, gateway_socket: str) -> None:
                     durations[name] += got
                     walls[name] += wall
         finally:
-            baseline = variants["docker run"]
-            assert isinstance(baseline, BaselineVariant)
-            baseline.close()
+            for variant in variants.values():
+                if isinstance(variant, BaselineVariant):
+                    variant.close()
         base = describe(durations["docker run"], walls["docker run"])
         for name, variant in variants.items():
             got = describe(durations[name], walls[name])
