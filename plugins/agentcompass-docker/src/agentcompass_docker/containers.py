@@ -277,6 +277,12 @@ class Containers:
                 self._removing -= 1
                 self._cond.notify_all()
 
+    def expect_removals(self, count: int) -> None:
+        """``count`` more (or, negative, fewer) removals are queued: :meth:`sweep` waits for them too."""
+        with self._cond:
+            self._removing += count
+            self._cond.notify_all()
+
     def remove_many(self, containers: list[str]) -> None:
         """``rm -f`` several containers in one CLI call (one by one, quietly, if that fails)."""
         if len(containers) <= 1:

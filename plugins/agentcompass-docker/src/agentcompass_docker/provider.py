@@ -471,6 +471,7 @@ class DockerProvider(EnvironmentProvider):
         """Remove a container and its exec directory in a worker thread (tracked: teardown waits). Removals
         asked for while one is running go together, in one ``docker rm`` (one CLI call for many)."""
         done: Future[None] = Future()
+        self.containers.expect_removals(1)  # the teardown sweep waits for queued removals too
         with self._removal_lock:
             self._removal_queue.append((container_id, exec_dir, done))
             start = not self._removal_running
@@ -499,6 +500,7 @@ class DockerProvider(EnvironmentProvider):
                     if exec_dir is not None:
                         exec_dirs.remove_exec_dir(exec_dir)
                     done.set_result(None)
+                self.containers.expect_removals(-len(batch))
 
     async def close(self, session: EnvironmentSession) -> None:
         if not isinstance(session, DockerSession) or session.provider is not self:
