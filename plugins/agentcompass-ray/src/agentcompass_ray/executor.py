@@ -219,7 +219,8 @@ class RayExecutor(Executor):
             ref = actor.handle.run.remote(grant.attempt)
             self._dispatched[actor.node.address] = self._dispatched.get(actor.node.address, 0) + 1
             try:
-                returned = await ref
+                # Through a concurrent future: on a busy loop it resolves sooner than awaiting the ref itself.
+                returned = await asyncio.wrap_future(ref.future())
             except asyncio.CancelledError:
                 grant.revoke()
                 ray.cancel(ref)
