@@ -1,8 +1,9 @@
-"""A model client that talks to a run's model gateway over HTTP: what a remote worker's attempts use.
+"""A model client that talks to a run's model gateway from another process: what a remote worker's attempts
+use, over one multiplexed WebSocket per worker (``GET /v1/stream``, see :mod:`agentcompass.models.gateway`).
 
 A worker elsewhere holds no provider credential: each of its attempts reaches the head's gateway with the
 attempt's token (:class:`~agentcompass.runtime.types.ModelEndpoint`), and the head meters, prices and budgets
-every call. The client itself keeps no state but a shared connection pool.
+every call. The client itself keeps no state but the worker's shared connection.
 """
 
 from __future__ import annotations

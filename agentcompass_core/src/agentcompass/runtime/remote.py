@@ -13,7 +13,7 @@ On the head, which keeps the run directory, the gateway and the provider credent
 
 ``grant.fail(message)`` turns a lost worker into an infrastructure failure (retryable). What is sent holds no
 provider credential: the request loses its base URL (which may carry one) and any value equal to a secret, and
-the worker's model clients speak HTTP to the head's gateway with the attempt's token
+the worker's model clients call the head's gateway with the attempt's token, over one WebSocket per worker
 (:mod:`agentcompass.models.gateway_client`). A worker runs a gateway of its own on its loopback (and Unix
 socket) that relays to the head's, so environments there (``local``, ``docker``) reach models as usual.
 """
