@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -159,3 +160,20 @@ async def test_the_host_caps_output_even_when_the_server_does_not(tmp_path: Path
     finally:
         fake.close()
         provider.engine.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"exec": "ssh"}, "exec='ssh': expected one of server, docker"),
+        ({"prestart": "-1"}, "prestart=-1: expected 0 or more"),
+        ({"prestart": "lots"}, "prestart='lots': expected a whole number"),
+    ],
+)
+def test_bad_exec_and_prestart_options_are_usage_errors(options: dict, said: str) -> None:
+    from agentcompass.errors import UsageError
+    from agentcompass_docker.options import DockerOptions
+
+    with pytest.raises(UsageError, match=re.escape(said)):
+        DockerOptions.parse(options)
+    assert DockerOptions.parse({"exec": "docker", "prestart": "3"}) == DockerOptions(exec="docker", prestart=3)

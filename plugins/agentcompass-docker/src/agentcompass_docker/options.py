@@ -92,7 +92,13 @@ def _convert(raw: Any, annotation: str) -> Any:
     if not text and annotation.endswith("None"):
         return None
     if annotation.startswith("int"):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("expected a whole number") from None
     if annotation.startswith("float"):
-        return float(text)
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError("expected a number") from None
     return text
