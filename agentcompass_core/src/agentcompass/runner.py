@@ -50,6 +50,7 @@ from agentcompass.resolve import (
 )
 from agentcompass.results.run_dir import LOGS, RunDirectory
 from agentcompass.results.summary import build_run_info, build_summary, contract_json
+from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.executor import AttemptSpec, ExecutionContext
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
@@ -233,6 +234,10 @@ class Runner:
                     base_url = gateway.base_url
                 else:
                     await provider.setup(list({id(s): s for s in specs.values()}.values()), run_id=req.run_id)
+                    await provider.plan(EnvironmentDemand(
+                        opens=tuple(specs[t.task_id] for t, _ in todo), concurrency=req.concurrency,
+                        max_environments=req.max_environments,
+                    ))
                     base_url, gateway_env = provider.gateway_address(
                         host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
                     )

@@ -7,7 +7,7 @@ providers), :mod:`agentcompass.runtime.logs` (the run's logger), :mod:`agentcomp
 """
 
 from agentcompass.runtime.benchmark import BaseBenchmark, EvaluationEnvironmentMode, HarnessFreeBenchmark
-from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.environment import EnvironmentDemand, EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.harness import BaseHarness
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
@@ -28,6 +28,7 @@ __all__ = [
     "BaseBenchmark",
     "BaseHarness",
     "ChatResponse",
+    "EnvironmentDemand",
     "EnvironmentProvider",
     "EnvironmentSession",
     "EnvironmentSpec",

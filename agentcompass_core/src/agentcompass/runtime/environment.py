@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentcompass.runtime.types import EnvironmentSpec, ExecResult
@@ -69,6 +70,23 @@ class EnvironmentSession(abc.ABC):
         """Copy a file or directory tree of the environment to ``local_path`` on the host."""
 
 
+@dataclass(frozen=True)
+class EnvironmentDemand:
+    """What a run will ask of its environment provider, for providers that prepare ahead of the tasks (a warm
+    pool of started containers).
+
+    :param opens: the spec of every attempt the run will start, in the order the attempts are queued (each
+        task once per trial; retries are not foreseen). The same spec object may appear many times.
+    :param concurrency: attempts that run at once (``--concurrency``).
+    :param max_environments: live environments at once (``--max-environments``), or ``None`` for no bound
+        beyond ``concurrency``.
+    """
+
+    opens: tuple[EnvironmentSpec, ...]
+    concurrency: int
+    max_environments: int | None = None
+
+
 class EnvironmentProvider(abc.ABC):
     """Opens and closes sessions of one kind of environment (``local``, ``docker``, ...).
 
@@ -79,7 +97,13 @@ class EnvironmentProvider(abc.ABC):
     name: str = ""
 
     async def setup(self, specs: Iterable[EnvironmentSpec], *, run_id: str) -> None:  # noqa: B027
-        """Prepare for a run that will open sessions with these specs. Raise to stop the run early."""
+        """Prepare for a run that will open sessions with these specs (each distinct spec once). Raise to stop
+        the run early."""
+
+    async def plan(self, demand: EnvironmentDemand) -> None:  # noqa: B027
+        """Called once after :meth:`setup`, before any attempt opens a session: what the run will ask for, in
+        order. A provider may start environments ahead of the tasks that will take them; whatever it starts
+        and no task takes, it removes in :meth:`teardown`. The default does nothing."""
 
     @abc.abstractmethod
     async def open(
