@@ -9,7 +9,7 @@ Variants: ``server`` (the default: the exec server inside the container, small w
 request), ``pool`` (``server`` plus ``prestart=<concurrency>``: containers started ahead of their tasks),
 ``docker`` (``exec=docker``: one ``docker exec`` per call, the old path), ``no-batching`` (``server`` with
 ``write_delay=0``), ``gateway`` (``server`` plus a model-gateway socket, so every container also relays it).
-Each round sets every variant up afresh (as a run does: ``setup`` with one spec per task, the pool predicting
+Each round sets every variant up afresh (as a run does: ``setup`` with one spec per task, then ``plan``, the pool predicting
 exactly those), untimed, then times its tasks; rounds are interleaved, so a change in the machine's load
 affects all variants alike.
 
@@ -43,6 +43,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.types import EnvironmentSpec
 from agentcompass_docker.provider import DockerProvider
 from python_on_whales import docker
@@ -94,7 +95,7 @@ class ProviderVariant:
         await self.provider.setup(specs, run_id=self.run_id)
         if self.gateway:
             self.provider.gateway_address(host="127.0.0.1", port=8765, unix_socket=self.gateway)
-        self.provider.plan_run(concurrency=concurrency, trials=1, max_environments=None)
+        await self.provider.plan(EnvironmentDemand(tuple(specs), concurrency=concurrency))
 
     async def task(self, i: int) -> None:
         assert self.provider is not None

@@ -12,7 +12,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from agentcompass.runtime import EnvironmentSpec
+from agentcompass.runtime import EnvironmentDemand, EnvironmentSpec
 
 from tests.docker.engine_check import IMAGE, engine_problem, require_engine
 
@@ -49,15 +49,21 @@ def exec_mode(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 async def make_provider(engine: None, run_id: str, exec_mode: str) -> AsyncIterator[Callable[..., object]]:
-    """``make_provider(**options)``: a set-up DockerProvider for this test's run (torn down after it), on the
-    test's exec path unless ``exec=`` is given."""
+    """``make_provider(*specs, concurrency=1, max_environments=None, **options)``: a set-up and planned
+    DockerProvider for this test's run (torn down after it), on the test's exec path unless ``exec=`` is given."""
     from agentcompass_docker.provider import DockerProvider
 
     providers: list[DockerProvider] = []
 
-    async def make(*specs: EnvironmentSpec, **options: str) -> DockerProvider:
+    async def make(
+        *specs: EnvironmentSpec, concurrency: int = 1, max_environments: int | None = None, **options: str
+    ) -> DockerProvider:
+        """Set up for ``specs`` (one open each, in order) and plan as the runner does (the demand: those
+        opens, ``concurrency``, ``max_environments``)."""
         provider = DockerProvider(**{"exec": exec_mode, **options})
-        await provider.setup(list(specs) or [EnvironmentSpec(image=IMAGE)], run_id=run_id)
+        opens = list(specs) or [EnvironmentSpec(image=IMAGE)]
+        await provider.setup(list({id(s): s for s in opens}.values()), run_id=run_id)
+        await provider.plan(EnvironmentDemand(tuple(opens), concurrency=concurrency, max_environments=max_environments))
         providers.append(provider)
         return provider
 

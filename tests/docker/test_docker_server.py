@@ -208,10 +208,29 @@ async def test_pool_starts_containers_ahead_and_hands_each_to_one_task(make_prov
     assert run_containers(run_id) == []
 
 
+async def test_pool_serves_every_task_when_all_tasks_share_one_spec_object(make_provider, run_id, caplog) -> None:
+    shared = EnvironmentSpec(image=IMAGE)  # one object for every task, as many benchmarks return
+    tasks = 5
+    provider = await make_provider(*[shared] * tasks, prestart="2")
+    with caplog.at_level(logging.DEBUG, logger="agentcompass"):
+        sessions = []
+        for i in range(tasks):
+            await asyncio.to_thread(wait_until, lambda: len(_pool_containers(run_id)) >= 1, 60, "a pool container")
+            session = await provider.open(shared, run_id=run_id, task_id=f"t{i}", base_env={})
+            sessions.append(session)
+            assert (await session.exec(["true"])).returncode == 0
+            await provider.close(session)
+    taken = [r.getMessage() for r in caplog.records if "docker.pool_taken" in r.getMessage()]
+    assert len(taken) == tasks, caplog.text  # the pool served every task
+    assert all(f"t{i}" in message for i, message in enumerate(taken))
+    assert all(s.start_seconds["pooled"] == 1.0 for s in sessions)
+    await provider.drain()
+    assert run_containers(run_id) == []  # and it started nothing past the last task
+
+
 async def test_pool_is_bounded_by_max_environments_and_removed_at_teardown(make_provider, run_id) -> None:
     specs = [EnvironmentSpec(image=IMAGE) for _ in range(6)]
-    provider = await make_provider(*specs)
-    provider.plan_run(concurrency=8, trials=1, max_environments=2)  # what the run-started hook passes
+    provider = await make_provider(*specs, concurrency=8, max_environments=2)
     await asyncio.to_thread(wait_until, lambda: len(_pool_containers(run_id)) == 2, 60, "the pool filled")
     await asyncio.sleep(1.0)
     assert len(run_containers(run_id)) == 2
@@ -224,13 +243,12 @@ async def test_pool_is_bounded_by_max_environments_and_removed_at_teardown(make_
 
 async def test_pool_default_follows_the_runs_concurrency(make_provider, run_id) -> None:
     specs = [EnvironmentSpec(image=IMAGE) for _ in range(3)]
-    alone = await make_provider(*specs)
-    alone.plan_run(concurrency=1, trials=1, max_environments=None)
+    alone = await make_provider(*specs, concurrency=1)
     assert alone._pool.size == 0
-    provider = await make_provider(*specs)
-    provider.plan_run(concurrency=4, trials=2, max_environments=None)
+    provider = await make_provider(*specs, *specs, concurrency=4)  # two trials: each task twice
     assert provider._pool.size == 4
     await asyncio.to_thread(wait_until, lambda: len(_pool_containers(run_id)) == 4, 60, "the pool filled")
-    explicit = await make_provider(*specs, prestart="0")
-    explicit.plan_run(concurrency=4, trials=1, max_environments=None)
+    explicit = await make_provider(*specs, concurrency=4, prestart="0")
     assert explicit._pool.size == 0
+    bounded = await make_provider(*specs, concurrency=8, max_environments=3)
+    assert bounded._pool.size == 3

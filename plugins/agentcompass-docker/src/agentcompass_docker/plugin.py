@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from agentcompass import hookimpl
@@ -21,11 +20,3 @@ def make_docker_provider(**options: Any) -> Any:
 def register_environments(register):  # type: ignore[no-untyped-def]
     register("docker", make_docker_provider)
 
-
-@hookimpl
-def agentcompass_run_started(run_id, request, run_dir):  # type: ignore[no-untyped-def]
-    """Tell the run's docker provider (if this run has one) its concurrency, trials and
-    ``--max-environments``: what the warm pool sizes itself by."""
-    provider = sys.modules.get("agentcompass_docker.provider")
-    if provider is not None:
-        provider.run_started(run_id, request)

@@ -1,10 +1,11 @@
 """The warm pool: containers created and started ahead of the tasks that will take them (``prestart=N``).
 
-The pool knows the run's coming demand from ``setup`` (the tasks' specs, in the order the queue runs them,
-once per trial): it keeps a container started for each of the next ``size`` predicted opens, and every
-``open`` takes one (and the pool starts the next). A container is handed to exactly one task, never reused;
-one that no task took is removed at teardown with the rest of the run's. Starting one is bounded by
-``room()`` (``--max-environments``, counting open sessions and pool containers alike).
+The pool knows the run's coming demand from ``EnvironmentProvider.plan`` (every attempt's spec, in the order
+the queue runs them, each task once per trial): it keeps a container started for each of the next ``size``
+predicted opens, and every ``open`` takes one (and the pool starts the next). A container is handed to
+exactly one task, never reused; one that no task took is removed at teardown with the rest of the run's.
+Starting one is bounded by ``room()`` (``--max-environments``, counting open sessions and pool containers
+alike).
 """
 
 from __future__ import annotations

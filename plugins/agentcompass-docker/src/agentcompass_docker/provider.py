@@ -28,14 +28,13 @@ import contextvars
 import dataclasses
 import os
 import threading
-import weakref
 from collections.abc import Coroutine, Hashable, Iterable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import InfrastructureError, describe
-from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.environment import EnvironmentDemand, EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException
@@ -64,22 +63,6 @@ log = get_logger(plugin="docker")
 
 #: The default pool size (``prestart`` unset) is the run's concurrency, at most this.
 AUTO_PRESTART_LIMIT = 8
-#: Providers set up for a run, by run id: how the ``agentcompass_run_started`` hook reaches them.
-_BY_RUN: weakref.WeakValueDictionary[str, DockerProvider] = weakref.WeakValueDictionary()
-
-
-def run_started(run_id: str, request: Any) -> None:
-    """The ``agentcompass_run_started`` hook (called by :mod:`agentcompass_docker.plugin`): tell the run's
-    provider its concurrency, trials and ``--max-environments``."""
-    provider = _BY_RUN.get(run_id)
-    if provider is not None:
-        provider.plan_run(
-            concurrency=int(getattr(request, "concurrency", 1) or 1),
-            trials=int(getattr(request, "trials", 1) or 1),
-            max_environments=getattr(request, "max_environments", None),
-        )
-
-
 @dataclasses.dataclass
 class Started:
     """A container whose exec server answers (or that falls back to ``docker exec``), not yet a session's."""
@@ -120,7 +103,6 @@ class DockerProvider(EnvironmentProvider):
         self._gateway: tuple[str, int] | None = None
         self._pool: WarmPool[Started] = WarmPool(self._start_pooled, self._room)
         self._pool_specs: dict[Hashable, EnvironmentSpec] = {}
-        self._predicted: list[Hashable] = []
         self._max_environments: int | None = None
         self._starting = 0  # server containers being started (pool or cold)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -149,31 +131,35 @@ class DockerProvider(EnvironmentProvider):
         specs = list(specs)
         await self.check_engine()
         await asyncio.gather(*(self.image_for(spec) for spec in specs))
-        if self.options.exec == "server":
-            _BY_RUN[run_id] = self
-            for spec in specs:
-                key = pool_key(spec)
-                self._pool_specs.setdefault(key, spec)
-                self._predicted.append(key)
-            if self.options.prestart:
-                self._pool.size = self.options.prestart
-                self._pool.predict(self._predicted)
-                self._pool.refill()
 
-    def plan_run(self, *, concurrency: int, trials: int, max_environments: int | None) -> None:
-        """What the run will ask for (the run-started hook): the pool's size (``prestart``, else the
-        concurrency, at most 8, when it is above 1), the predicted opens (every task's spec once per trial)
-        and the bound on live containers."""
-        self._max_environments = max_environments
+    async def plan(self, demand: EnvironmentDemand) -> None:
+        """What the run will ask for (called once after :meth:`setup`, before any open): the pool's size
+        (``prestart``, else the concurrency, at most 8, when it is above 1; never past ``--max-environments``),
+        the predicted opens (``demand.opens``, in queue order: a spec shared by many tasks counts once per
+        task) and the bound on live containers.
+
+        Nothing here yields to the event loop before :meth:`gateway_address` (which the runner calls next):
+        the pool's starts, scheduled here, run once the runner next awaits, with the gateway known."""
+        self._max_environments = demand.max_environments
+        if self.options.exec != "server":
+            return
         size = self.options.prestart
         if size is None:
-            size = min(concurrency, AUTO_PRESTART_LIMIT) if concurrency > 1 else 0
-        if max_environments:
-            size = min(size, max_environments)
+            size = min(demand.concurrency, AUTO_PRESTART_LIMIT) if demand.concurrency > 1 else 0
+        if demand.max_environments:
+            size = min(size, demand.max_environments)
+        keys: dict[int, Hashable] = {}  # by spec object: a spec shared by every task is keyed once
+        predicted: list[Hashable] = []
+        for spec in demand.opens:
+            key = keys.get(id(spec))
+            if key is None:
+                key = keys[id(spec)] = pool_key(spec)
+                self._pool_specs.setdefault(key, spec)
+            predicted.append(key)
         self._pool.size = size
-        self._pool.predict(self._predicted * max(trials, 1))
+        self._pool.predict(predicted)
         if size:
-            log.info("docker.pool_planned", prestart=size, predicted=len(self._predicted) * max(trials, 1))
+            log.info("docker.pool_planned", prestart=size, predicted=len(predicted))
         self._pool.refill()
 
     def _room(self) -> bool:
@@ -581,8 +567,6 @@ class DockerProvider(EnvironmentProvider):
                 for exec_dir in list(self._exec_dirs):
                     exec_dirs.remove_exec_dir(exec_dir)
                 self._exec_dirs.clear()
-            if _BY_RUN.get(self.run_id) is self:
-                del _BY_RUN[self.run_id]
             self.engine.shutdown()
 
     async def prune(self, run_id: str | None = None) -> int:
