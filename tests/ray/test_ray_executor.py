@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -306,3 +307,4 @@ def test_without_an_address_a_local_instance_runs_and_goes(tmp_path: Path) -> No
     from tests.ray.cluster import cmdline
 
     assert not [e.name for e in Path("/proc").iterdir() if e.name.isdigit() and str(temp) in cmdline(int(e.name))]
+    shutil.rmtree(temp, ignore_errors=True)
