@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -140,7 +141,9 @@ def test_a_sigkilled_run_is_cleaned_up_by_env_prune_and_by_its_resume(tmp_path, 
     pruned = run("env", "prune", "--env", "local", env=env)
     assert pruned.returncode == 0, pruned.stderr
     assert "removed 1 local environment(s)" in pruned.stdout
-    assert "and 1 model-gateway socket directory" in pruned.stdout
+    # and its gateway directory (with any other dead run's: /tmp is shared when TMPDIR is too long for sockets)
+    gone = re.search(r"and (\d+) model-gateway socket director(y|ies)", pruned.stdout)
+    assert gone and int(gone.group(1)) >= 1, pruned.stdout
     assert not roots[0].exists() and gateway_dirs(tmp, first.pid) == []
     assert wait_until_gone(pids) == [], "the killed run's commands survived the prune"
     own = processes.own_cgroup_dir()
