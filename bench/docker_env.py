@@ -9,9 +9,9 @@ Variants: ``server`` (the default: the exec server inside the container, small w
 request), ``pool`` (``server`` plus ``prestart=<concurrency>``: containers started ahead of their tasks),
 ``docker`` (``exec=docker``: one ``docker exec`` per call, the old path), ``no-batching`` (``server`` with
 ``write_delay=0``), ``gateway`` (``server`` plus a model-gateway socket, so every container also relays it).
-Each round sets every variant up afresh (as a run does: ``setup`` with one spec per task, then ``plan``, the pool predicting
-exactly those), untimed, then times its tasks; rounds are interleaved, so a change in the machine's load
-affects all variants alike.
+Each round sets every variant up afresh (as a run does: ``setup`` with one spec per task, then ``plan``, the
+pool predicting exactly those), untimed, then times its tasks; rounds are interleaved, so a change in the
+machine's load affects all variants alike.
 
 Prints, per variant and concurrency: median and p95 seconds per task, tasks per second, the ratio to the
 baseline (median time, and throughput: baseline tps / variant tps, so below 1 is faster), and where a task's

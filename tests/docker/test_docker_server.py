@@ -59,9 +59,9 @@ async def test_a_dead_server_is_an_infrastructure_error(provider, run_id, how: s
             pid = await asyncio.to_thread(_server_pid, session)
             command = f"kill -9 {pid}; sleep 5"
             said = "exec server of container"
-        else:  # PID 1 (docker-init) passes the TERM to the keeper: the container stops
+        else:  # PID 1 (docker-init) passes the TERM to the keeper: the container stops (and, --rm, goes)
             command = "kill -TERM 1; sleep 5"
-            said = "was stopped or killed"
+            said = r"was stopped or killed|was stopped, killed or removed \(the engine removes it once it stops\)"
         with pytest.raises(InfrastructureError, match=said):
             await session.exec(["sh", "-c", command], timeout=30)
         for call in (session.exec(["true"]), session.read_bytes("/etc/hostname"), session.write_bytes("f", b"x" * 99999)):
@@ -182,6 +182,47 @@ async def test_socket_directory_is_private_and_mounted_into_one_container(make_p
         await provider.close(second)
     await provider.drain()
     assert not os.path.exists(first.exec_dir) and not os.path.exists(second.exec_dir)
+
+
+# -- closing a session: the server ends its container (no docker call), rm -f when it does not answer ----------
+
+
+def _recording(provider) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """Every docker CLI call the provider makes from now on (its arguments)."""
+    calls: list[list[str]] = []
+    cli = provider.engine.cli
+
+    def record(args, timeout, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(list(args))
+        return cli(args, timeout, **kwargs)
+
+    provider.engine.cli = record
+    return calls
+
+
+async def test_close_ends_the_container_through_its_server_without_a_docker_call(provider, run_id) -> None:
+    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="end", base_env={})
+    assert session.autoremove
+    await session.exec(["sh", "-c", "setsid sleep 1000 > /dev/null 2>&1 &"])  # a process left running
+    calls = _recording(provider)
+    await provider.close(session)
+    await provider.drain()  # waits until the engine has removed it (one listing per look)
+    assert run_containers(run_id) == [] and not os.path.exists(session.exec_dir)
+    assert [c for c in calls if c[0] != "ps"] == [], calls  # no rm, no inspect: only listings while waiting
+    assert len(calls) <= 10
+
+
+async def test_close_falls_back_to_rm_when_the_server_does_not_answer(provider, run_id) -> None:
+    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="stuck", base_env={})
+    pid = await asyncio.to_thread(_server_pid, session)
+    await asyncio.to_thread(docker.container.execute, session.container_id, ["sh", "-c", f"kill -STOP {pid}"])
+    calls = _recording(provider)
+    started = time.monotonic()
+    await provider.close(session)
+    await provider.drain()
+    assert time.monotonic() - started < 20
+    assert any(c[:2] == ["rm", "--force"] and session.container_id in c for c in calls), calls
+    assert run_containers(run_id) == [] and not os.path.exists(session.exec_dir)
 
 
 # -- the warm pool ------------------------------------------------------------------------------------------------

@@ -154,7 +154,7 @@ async def test_the_host_caps_output_even_when_the_server_does_not(tmp_path: Path
         result = await session.exec(["anything"])
         assert result.stdout == "a" * OUTPUT_LIMIT + f"\n[... {extra} more bytes cut]"
         session.socket = str(tmp_path / "nothing.sock")
-        provider.containers.gone_reason = lambda container, settle=0.0: None  # type: ignore[method-assign]
+        provider.containers.gone_reason = lambda container, settle=0.0, autoremove=False: None  # type: ignore[method-assign]
         with pytest.raises(InfrastructureError, match="has no socket any more"):
             await session.exec(["true"])
     finally:
@@ -177,3 +177,19 @@ def test_bad_exec_and_prestart_options_are_usage_errors(options: dict, said: str
     with pytest.raises(UsageError, match=re.escape(said)):
         DockerOptions.parse(options)
     assert DockerOptions.parse({"exec": "docker", "prestart": "3"}) == DockerOptions(exec="docker", prestart=3)
+
+
+async def test_shutdown_is_refused_outside_its_container(server: str) -> None:
+    # On this host the server's parent is not the container's keeper: `shutdown` (which kills every process it
+    # sees) must not act, and the server keeps serving.
+    helper = await asyncio.create_subprocess_exec("sleep", "30")
+    try:
+        reply, _ = await _request(server, {"op": "shutdown"})
+        assert reply["error"]["message"] == "not the keeper's server: no shutdown"
+        assert helper.returncode is None
+        reply, got = await _request(server, {"op": "exec", "argv": ["echo", "still"], "env": {}, "cwd": "/",
+                                             "timeout": 30, "id": "t"})
+        assert reply["status"] == 0 and got[b"O"] == b"still\n"
+    finally:
+        helper.kill()
+        await helper.wait()

@@ -23,6 +23,9 @@ Requests (``writes`` first, always: ``[PATH, BASE64]...`` batched small writes, 
   found, so nobody escapes by forking while the tree is walked.
 * ``read`` ``path``; ``write`` ``path`` (+ data); ``puts`` (only the writes); ``untar`` ``dir`` (+ a tar);
   ``tar`` ``path`` (a tar of it, as its single top-level member).
+* ``shutdown``: SIGKILL every other process of the container (but PID 1 and this server's parent, the keeper),
+  reply, then exit with :data:`SHUTDOWN_STATUS`: the keeper then exits, so does PID 1, the container stops and
+  the engine removes it (it runs with ``--rm``). The host ends a session this way, without a docker call.
 
 With a gateway socket and port, it also forwards TCP ``127.0.0.1:PORT`` to that socket (the model gateway),
 before it listens for requests: the first ``exec`` never waits for the forwarder.
@@ -57,6 +60,8 @@ EXEC_ID_VARIABLE = "AGENTCOMPASS_EXEC_ID"
 HEADER = struct.Struct(">cI")
 #: How long a killed exec's pipes may stay open before the reply goes anyway.
 KILL_GRACE = 3.0
+#: The server's exit status after a ``shutdown`` request (the keeper, ``_scripts.SERVER_KEEPER``, then exits).
+SHUTDOWN_STATUS = 86
 
 _waiters = {}  # type: dict[int, list]  # pid -> [threading.Event, status]
 if MYPY:
@@ -255,6 +260,53 @@ def kill_tree(root, marker, pipes):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def under_keeper():
+    """Whether this server runs as the container's keeper's child, the keeper being PID 1 or PID 1's child:
+    only then does ``shutdown`` (which kills every other process it sees) act."""
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    stat = stat_of(parent)
+    return b"ac-server" in argv[:4] and stat is not None and (parent == 1 or stat[1] == 1)
+
+
+def do_shutdown(conn):
+    """Kill every process of the container but PID 1, the keeper and this server (stopped as they are found,
+    so none forks meanwhile), reply, and exit: the container stops."""
+    if not under_keeper():
+        send_json(conn, b"X", {"error": {"errno": errno.EPERM, "message": "not the keeper's server: no shutdown"}})
+        return
+    spare = {1, os.getpid(), os.getppid()}
+    for _ in range(20):
+        members = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in spare:
+                continue
+            stat = stat_of(int(name))
+            if stat is None or stat[0] in (b"Z", b"X", b"x"):
+                continue
+            try:
+                os.kill(int(name), signal.SIGSTOP)
+            except OSError:
+                continue
+            members.append(int(name))
+        if not members:
+            break
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    try:
+        send_json(conn, b"X", {"status": 0})
+        conn.close()
+    finally:
+        os._exit(SHUTDOWN_STATUS)
 
 
 def oom_kills():
@@ -550,6 +602,8 @@ def handle(conn):
             do_tool(conn, dict(req, cwd=parent or "/"), ["tar", "-c", "-f", "-", "--", base], path, False)
         elif op == "ping":
             send_json(conn, b"X", {"status": 0, "pid": os.getpid()})
+        elif op == "shutdown":
+            do_shutdown(conn)
         else:
             send_json(conn, b"X", {"error": {"errno": errno.EINVAL, "message": f"unknown request {op!r}"}})
     except (EOFError, OSError, ValueError):
@@ -561,6 +615,7 @@ def handle(conn):
             pass
 
 
+# pump and forward repeat _scripts.FORWARDER's on purpose: this file is sent alone, stdlib only, as source.
 def pump(source, sink, both):
     try:
         while True:

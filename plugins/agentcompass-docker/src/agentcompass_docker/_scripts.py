@@ -241,14 +241,18 @@ while :; do sleep 86400; done
 """
 
 #: The container's main program with ``exec=server``: ``SERVER_KEEPER SOURCE SOCKET [GATEWAY_SOCKET PORT]``
-#: runs the exec server (``_exec_server``, as SOURCE) as ``python3 -I -S``. When the image has no
-#: ``python3``, or the server cannot start or stops, it says why in ``no-server`` next to SOCKET and keeps the
-#: container alive (the session then falls back to ``docker exec``, or fails if it was using the server).
+#: runs the exec server (``_exec_server``, as SOURCE) as ``python3 -I -S``. When the server exits after a
+#: ``shutdown`` request (status 86, ``_exec_server.SHUTDOWN_STATUS``) the keeper exits too, and with it the
+#: container. When the image has no ``python3``, or the server cannot start or stops otherwise, it says why in
+#: ``no-server`` next to SOCKET and keeps the container alive (the session then falls back to ``docker exec``,
+#: or fails if it was using the server).
 SERVER_KEEPER = r"""
 ac_dir=${2%/*}
 if command -v python3 > /dev/null 2>&1; then
   python3 -I -S -c "$@"
-  echo "the exec server exited (status $?)" > "$ac_dir/no-server"
+  ac_status=$?
+  [ "$ac_status" -eq 86 ] && exit 0
+  echo "the exec server exited (status $ac_status)" > "$ac_dir/no-server"
 else
   echo "the image has no python3" > "$ac_dir/no-server"
 fi
@@ -256,7 +260,8 @@ while :; do sleep 86400; done
 """
 
 #: TCP 127.0.0.1:PORT → Unix socket forwarder: stdlib sockets and threads (asyncio would double its
-#: start-up time, which every container pays). Runs on any Python 3 in the image.
+#: start-up time, which every container pays). Runs on any Python 3 in the image. (``_exec_server`` repeats its
+#: pump on purpose: each is sent into containers as self-contained source.)
 FORWARDER = r"""
 import socket, sys, threading
 

@@ -46,6 +46,10 @@ def server_source() -> str:
     """The exec server's program text, sent to the container as ``python3 -c`` source."""
     return Path(__file__).with_name("_exec_server.py").read_text(encoding="utf-8")
 
+#: Seconds the teardown sweep waits for sessions being ended by their exec server (each answers within 2 s, but
+#: on the event loop, which may have stopped): then ``rm -f`` whatever is left.
+ENDING_WAIT = 3.0
+
 #: Engine messages on removal that mean there is nothing left to do.
 _REMOVED_ALREADY = ("no such container", "already in progress")
 
@@ -73,6 +77,9 @@ class ContainerPlan:
     memory: str
     #: The gateway forwarder's port inside the container, or None.
     forward_port: int | None
+    #: Started with ``--rm``: the engine removes it once it stops (``exec=server``: the server's ``shutdown``
+    #: ends a session without a docker call).
+    autoremove: bool = False
 
 
 def plan_container(
@@ -93,7 +100,8 @@ def plan_container(
     With ``exec_dir`` (``exec=server``) the program is the exec server, run as the session's user, with that
     directory (and nothing else) mounted; the base environment is then sent with each ``exec`` instead (so a
     container can be started before its task is known: an empty ``task_id`` makes a pool container, labelled
-    ``agentcompass.pool=1``)."""
+    ``agentcompass.pool=1``), and the container runs with ``--rm`` (unless ``keep``): closing its session asks
+    the server to end it, and the engine removes it."""
     user = spec.user or image_user or "0"
     memory = options.memory or spec.memory
     task_part = safe_name(task_id, 40, sep="-", distinct=False) if task_id else "pool"
@@ -146,8 +154,9 @@ def plan_container(
         mounts=mounts,
         init=options.init,
         pull="never",
+        remove=exec_dir is not None and not options.keep,
     )
-    return ContainerPlan(name, image, command, create, user, memory, forward_port)
+    return ContainerPlan(name, image, command, create, user, memory, forward_port, autoremove=create["remove"])
 
 
 def run_arguments(plan: ContainerPlan) -> list[str]:
@@ -183,6 +192,8 @@ def run_arguments(plan: ContainerPlan) -> list[str]:
         args += ["--mount", ",".join(mount)]
     if c["init"]:
         args.append("--init")
+    if c.get("remove"):
+        args.append("--rm")
     args += ["--pull", c["pull"], plan.image, *plan.command]
     return args
 
@@ -211,6 +222,9 @@ class Containers:
         self._creating = 0
         self._removing = 0
         self._closed = False
+        #: Containers asked to stop (their exec server's ``shutdown``) that the engine removes itself.
+        self._retiring: set[str] = set()
+        self._ending = 0  # shutdown requests under way (on the event loop)
 
     # -- create (worker threads) -----------------------------------------------------------------------
 
@@ -239,7 +253,10 @@ class Containers:
         """``docker run --detach``: create and start in one CLI call (a CLI process costs the engine's host
         tens of milliseconds of CPU, which counts when many containers start at once)."""
         try:
-            output = self.engine.cli(run_arguments(plan), self.start_timeout)
+            # ``--rm``: a start the daemon refused leaves the CLI waiting (for a removal that never comes); asking
+            # `docker start` of a slow one tells (it fails the same way at once) and ends the wait.
+            probe = functools.partial(self.engine.cli, ["start", plan.name], self.timeout) if plan.autoremove else None
+            output = self.engine.cli(run_arguments(plan), self.start_timeout, probe=probe)
         except (DockerException, EnvironmentUnavailable) as exc:
             self.remove_quietly(plan.name)  # a created container that did not start may exist under its name
             if isinstance(exc, EnvironmentUnavailable):
@@ -301,6 +318,43 @@ class Containers:
                 self._removing -= len(containers)
                 self._cond.notify_all()
 
+    def expect_ends(self, count: int) -> None:
+        """``count`` more (or, negative, fewer) containers are being ended by their exec server: :meth:`sweep`
+        waits for them, briefly (:data:`ENDING_WAIT`)."""
+        with self._cond:
+            self._ending += count
+            self._cond.notify_all()
+
+    def retire(self, container_id: str) -> None:
+        """``container_id`` (run with ``--rm``) is stopping: the engine removes it, :meth:`await_retired` and
+        :meth:`sweep` wait for that."""
+        with self._cond:
+            self._retiring.add(container_id)
+
+    def await_retired(self, wait: float) -> None:
+        """Wait (at most ``wait`` s) until the engine has removed every retiring container: one listing per
+        look, whatever their number (what is left after ``wait`` the sweep removes)."""
+        deadline = time.monotonic() + wait
+        delay = 0.02
+        listing = ["ps", "--all", "--no-trunc", "--quiet", "--filter", f"label={LABEL_MANAGED}=1"]
+        while True:
+            with self._cond:
+                waiting = set(self._retiring)
+            if not waiting:
+                return
+            try:
+                listed = set(self.engine.cli(listing, self.timeout).split())
+            except (DockerException, EnvironmentUnavailable):
+                return
+            with self._cond:
+                self._retiring -= waiting - listed
+                if not self._retiring & waiting:
+                    return
+            if time.monotonic() + delay > deadline:
+                return
+            time.sleep(delay)
+            delay = min(2 * delay, 0.25)
+
     def prune(self, run_id: str | None) -> int:
         """Remove containers agentcompass started (``agentcompass.managed=1``), only the run's when
         ``run_id`` is given, running or not, with their anonymous volumes. Returns how many."""
@@ -342,8 +396,12 @@ class Containers:
                     _note("warning", "docker.teardown_wait_expired", creating=self._creating, removing=self._removing)
                     break
                 self._cond.wait(left)
+            ending_deadline = min(deadline, time.monotonic() + ENDING_WAIT)
+            while self._ending and (left := ending_deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
         if not remove or not run_id:
             return 0
+        self.await_retired(max(deadline - time.monotonic(), self.timeout))  # then remove whatever is left
         try:
             left_over = self.prune(run_id)
             if left_over and self.prune(run_id):  # something failed to go the first time: once more
@@ -357,13 +415,17 @@ class Containers:
 
     # -- state -----------------------------------------------------------------------------------------
 
-    def gone_reason(self, container: str, *, settle: float = 0.0) -> str | None:
+    def gone_reason(self, container: str, *, settle: float = 0.0, autoremove: bool = False) -> str | None:
         """Why ``container`` cannot run commands any more ("was removed", "was stopped or killed (exit code
         137)", ...), or None while it is running. With ``settle``, a running container is looked at again
-        for up to that many seconds (the engine may report a kill a moment after the exec ended)."""
+        for up to that many seconds (the engine may report a kill a moment after the exec ended). A container
+        run with ``--rm`` (``autoremove``) that is gone may have been stopped or killed as well (the engine
+        removed it then): it "was stopped, killed or removed"."""
         deadline = time.monotonic() + settle
         while True:
             reason = self._gone_reason(container)
+            if reason == "was removed" and autoremove:
+                reason = "was stopped, killed or removed (the engine removes it once it stops)"
             if reason is not None or time.monotonic() >= deadline:
                 return reason
             time.sleep(0.05)

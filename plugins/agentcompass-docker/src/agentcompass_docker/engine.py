@@ -17,6 +17,7 @@ import errno
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar, cast
@@ -152,20 +153,29 @@ class Engine:
         command = [*self.docker.client_config.docker_cmd, "exec", "--interactive", "--user", user, container]
         _docker_run([*command, *argv], input=data)
 
-    def cli(self, args: Sequence[str], timeout: float) -> str:
+    def cli(self, args: Sequence[str], timeout: float, *, probe: Callable[[], object] | None = None) -> str:
         """Run ``docker ARGS...`` (with the client's host and context) for at most ``timeout`` seconds; its
         stdout. Raises :class:`DockerException` on a non-zero exit, :class:`EnvironmentUnavailable` when the
-        engine does not answer in time. For clean-up, which must end even when the engine hangs."""
+        engine does not answer in time. For clean-up, which must end even when the engine hangs.
+
+        ``probe``: called once when the CLI has run :data:`PROBE_AFTER` seconds; if it raises
+        :class:`DockerException`, the CLI is killed and that raised (``docker run --rm`` whose start failed
+        waits for a removal that never comes); if the CLI then still runs :data:`PROBE_GRACE` seconds more,
+        it is killed and a :class:`DockerException` raised."""
         command = [str(part) for part in self.docker.client_config.docker_cmd] + list(args)
         try:
-            done = subprocess.run(command, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            if probe is not None:
+                returncode, stdout, stderr = _run_probed(command, timeout, probe)
+            else:
+                done = subprocess.run(command, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
         except subprocess.TimeoutExpired:
             raise EnvironmentUnavailable(f"`docker {args[0]}` got no answer within {timeout:.0f} s") from None
         except OSError as exc:
             raise EnvironmentUnavailable(f"cannot run the docker CLI: {describe(exc)}") from None
-        if done.returncode != 0:
-            raise DockerException(command, done.returncode, done.stdout, done.stderr)
-        return done.stdout.decode("utf-8", "replace")
+        if returncode != 0:
+            raise DockerException(command, returncode, stdout, stderr)
+        return stdout.decode("utf-8", "replace")
 
     # -- the engine check ------------------------------------------------------------------------------
 
@@ -186,3 +196,37 @@ class Engine:
         except Exception as exc:  # an answer python-on-whales cannot parse is still an answer
             log.debug("docker.info_unparsed", error=describe(exc)[:200])
         self.answered = True
+
+#: Seconds a probed CLI call (``Engine.cli(probe=...)``) runs before the probe is asked, and may run after it.
+PROBE_AFTER = 5.0
+PROBE_GRACE = 2.0
+
+
+def _run_probed(command: list[str], timeout: float, probe: Callable[[], object]) -> tuple[int, bytes, bytes]:
+    """Run ``command``; (status, stdout, stderr), see :meth:`Engine.cli`. :class:`subprocess.TimeoutExpired`
+    after ``timeout``."""
+    started = time.monotonic()
+    probed: float | None = None
+    with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=0.25)
+                return proc.returncode, stdout, stderr
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            failure = b""
+            if probed is None and now - started >= PROBE_AFTER:
+                probed = now
+                try:
+                    probe()
+                except DockerException as exc:
+                    failure = detail(exc).encode() or b"docker start failed"
+                except Exception:  # no answer from the probe: the CLI may still end on its own
+                    pass
+            if failure or (probed is not None and now - probed >= PROBE_GRACE) or now - started >= timeout:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+                if not failure and now - started >= timeout:
+                    raise subprocess.TimeoutExpired(command, timeout)
+                return 125, stdout, stderr + (failure or b"the docker CLI did not end after its container started")

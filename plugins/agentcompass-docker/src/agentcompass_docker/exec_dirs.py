@@ -58,6 +58,7 @@ def _owner(directory: Path) -> tuple[int, str] | None:
 
 
 def _alive(pid: int) -> bool:
+    # The core's owned_dirs has the same check; plugins import only the public surface, so it is repeated here.
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -233,12 +233,17 @@ class DockerProvider(EnvironmentProvider):
                 raise
         return session
 
-    async def _create(self, plan: ContainerPlan, task_id: str) -> str:
+    async def _create(
+        self, plan: ContainerPlan, task_id: str, in_flight: list[asyncio.Future[str]] | None = None
+    ) -> str:
         """Create and start ``plan``'s container (in a worker thread); its id. Failures and a start past
-        ``start_timeout`` are :class:`InfrastructureError`; a caller that gives up leaves nothing behind."""
+        ``start_timeout`` are :class:`InfrastructureError`; a caller that gives up leaves nothing behind.
+        ``in_flight`` gets the create's future (which goes on in its thread when the caller gives up)."""
         what = f"task {task_id!r}" if task_id else "the warm pool"
         ticket = CreateTicket(plan.name)
         start = asyncio.wrap_future(self.engine.submit(self.containers.create_and_start, plan, ticket))
+        if in_flight is not None:
+            in_flight.append(start)
         start.add_done_callback(_consume)  # seen even when this caller gave up (the create cleans up itself)
         try:
             return await asyncio.wait_for(asyncio.shield(start), self.options.start_timeout)
@@ -310,6 +315,7 @@ class DockerProvider(EnvironmentProvider):
         began = loop.time()
         relay: asyncio.AbstractServer | None = None
         container_id: str | None = None
+        in_flight: list[asyncio.Future[str]] = []
         self._starting += 1
         try:
             if self._gateway is not None:
@@ -318,7 +324,7 @@ class DockerProvider(EnvironmentProvider):
                 spec, self.options, image=image.ref, image_user=image.user, run_id=run_id, task_id=task_id,
                 base_env={}, gateway=self._gateway, exec_dir=exec_dir,
             )
-            container_id = await self._create(plan, task_id)
+            container_id = await self._create(plan, task_id, in_flight)
             created = loop.time()
             if not is_root(plan.user):
                 await self.engine.call(self._make_writable, container_id, spec.workdir)
@@ -331,7 +337,12 @@ class DockerProvider(EnvironmentProvider):
             if relay is not None:
                 relay.close()
                 self._relays.discard(relay)
-            self._remove_soon(container_id, exec_dir)
+            if container_id is None and in_flight and not in_flight[0].done():
+                # The create goes on: its directory goes once it has ended (a bind source removed before
+                # the start makes the start fail, and a `docker run --rm` whose start failed never returns).
+                in_flight[0].add_done_callback(lambda _: self._remove_soon(None, exec_dir))
+            else:
+                self._remove_soon(container_id, exec_dir)
             raise
         finally:
             self._starting -= 1
@@ -447,6 +458,7 @@ class DockerProvider(EnvironmentProvider):
             forward_port=plan.forward_port if started.fallback else None,
         )
         session.relay = started.relay
+        session.autoremove = plan.autoremove
         session.server_pid = started.server_pid
         session.namespace = started.namespace or None
         session.start_seconds = {**started.seconds, "pooled": float(from_pool)}
@@ -469,6 +481,28 @@ class DockerProvider(EnvironmentProvider):
         future.add_done_callback(self._closing.discard)
         if exec_dir is not None:
             future.add_done_callback(lambda _: self._exec_dirs.discard(exec_dir))
+        return future
+
+    def _end_soon(self, session: ServerSession) -> asyncio.Future[Any]:
+        """End a server session's container without a docker call: its server kills every process and exits,
+        the container stops and the engine removes it (``--rm``); :meth:`drain` and the teardown sweep wait
+        until it is gone. A server that does not answer: ``rm -f`` (:meth:`_remove_soon`)."""
+        self.containers.expect_ends(1)  # the teardown sweep waits for this (briefly: it runs on the event loop)
+
+        async def end() -> None:
+            try:
+                if await session.end_container():
+                    self.containers.retire(session.container_id)
+                    await asyncio.to_thread(exec_dirs.remove_exec_dir, session.exec_dir)
+                    self._exec_dirs.discard(session.exec_dir)
+                else:
+                    await self._remove_soon(session.container_id, session.exec_dir)
+            finally:
+                self.containers.expect_ends(-1)
+
+        future = asyncio.ensure_future(end())
+        self._closing.add(future)
+        future.add_done_callback(self._closing.discard)
         return future
 
     def _run_removals(self) -> None:
@@ -504,7 +538,10 @@ class DockerProvider(EnvironmentProvider):
                     if session.relay is not None:
                         session.relay.close()
                         self._relays.discard(session.relay)
-                future = self._remove_soon(session.container_id, exec_dir)
+                if isinstance(session, ServerSession) and session.autoremove and self.options.removal_backlog:
+                    future = self._end_soon(session)
+                else:
+                    future = self._remove_soon(session.container_id, exec_dir)
                 session._close_future = future
                 if len(self._closing) <= self.options.removal_backlog:
                     # The container is stopped for good (the session refuses further use); its removal goes on
@@ -525,6 +562,7 @@ class DockerProvider(EnvironmentProvider):
             await asyncio.wait(set(self._tasks), timeout=self.options.close_timeout)
         if self._closing:
             await asyncio.wait(set(self._closing), timeout=self.options.close_timeout)
+        await self.engine.call(self.containers.await_retired, self.options.close_timeout)
         await self.engine.idle(self.options.close_timeout)
 
     async def teardown(self) -> None:

@@ -19,7 +19,7 @@ import errno
 import os
 import posixpath
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 #: Seconds past an exec's timeout the host waits for the server's answer before it gives up on the server.
 HOST_GRACE = 15.0
+#: Seconds the server has to answer a ``shutdown`` (then the provider removes the container with ``rm -f``).
+SHUTDOWN_BOUND = 2.0
 
 
 def _nothing() -> None:
@@ -109,6 +111,22 @@ class ServerSession(DockerSession):
         _raise_batched(reply)
         return reply
 
+    async def end_container(self) -> bool:
+        """Ask the exec server to end the container (it kills every process, answers, exits; the container stops
+        and the engine removes it, ``--rm``): no docker call. False when the server cannot (the fallback, a
+        container without ``--rm``) or does not answer within :data:`SHUTDOWN_BOUND`: then ``rm -f`` it."""
+        if self.fallback or not self.autoremove:
+            return False
+        try:
+            exchange = await Exchange.open(self.socket, {"op": "shutdown"}, namespace=self.namespace)
+            try:
+                reply = await asyncio.wait_for(exchange.reply(lambda kind, payload: None), SHUTDOWN_BOUND)
+            finally:
+                exchange.close()
+        except (ServerGone, TimeoutError, OSError):
+            return False
+        return reply.get("status") == 0
+
     async def _send_writes(self, args: list[str]) -> None:
         if self.fallback:
             return await super()._send_writes(args)
@@ -116,23 +134,15 @@ class ServerSession(DockerSession):
 
     # -- EnvironmentSession ------------------------------------------------------------------------------
 
-    async def exec(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> ExecResult:
+    async def _exec(self, argv: list[str], timeout: float | None, env: dict[str, str], workdir: str) -> ExecResult:
+        """``exec`` (checked by :meth:`DockerSession.exec`): one request to the server."""
         if self.fallback:
-            return await super().exec(argv, timeout=timeout, env={**self.base_env, **(env or {})}, cwd=cwd)
-        if not argv:
-            raise ValueError("exec needs a command")
+            return await super()._exec(argv, timeout, {**self.base_env, **env}, workdir)
         header: dict[str, Any] = {
             "op": "exec",
-            "argv": [str(a) for a in argv],
-            "env": {**self.base_env, **(env or {})},
-            "cwd": self.path(cwd) if cwd else self.workdir,
+            "argv": argv,
+            "env": {**self.base_env, **env},
+            "cwd": workdir,
             "timeout": timeout,
             "id": secrets.token_hex(16),
         }

@@ -79,6 +79,8 @@ class DockerSession(EnvironmentSession):
         self._forward_port = forward_port  # cleared once the forwarder is known to listen
         self._writes = WriteBatch(provider.options.write_delay, self._send_writes, self._closed_error)
         self._close_future: asyncio.Future[Any] | None = None
+        #: The container runs with ``--rm``: once gone, it may have been stopped or killed, not only removed.
+        self.autoremove = False
 
     def __repr__(self) -> str:
         return f"DockerSession({self.name!r}, task_id={self.task_id!r})"
@@ -98,7 +100,7 @@ class DockerSession(EnvironmentSession):
     # -- what happened to the container (worker threads) -----------------------------------------------
 
     def _gone_error(self, what: str, settle: float = 0.0) -> InfrastructureError | None:
-        reason = self.provider.containers.gone_reason(self.container_id, settle=settle)
+        reason = self.provider.containers.gone_reason(self.container_id, settle=settle, autoremove=self.autoremove)
         if reason is None:
             return None
         return InfrastructureError(f"the container {self.name} of task {self.task_id!r} {reason} during {what}")
@@ -154,6 +156,8 @@ class DockerSession(EnvironmentSession):
 
     # -- EnvironmentSession ------------------------------------------------------------------------------
 
+    # The signature is EnvironmentSession.exec's (an override must repeat it); both paths share this one and
+    # differ in _exec.
     async def exec(
         self,
         argv: Sequence[str],
@@ -164,12 +168,16 @@ class DockerSession(EnvironmentSession):
     ) -> ExecResult:
         if not argv:
             raise ValueError("exec needs a command")
+        workdir = self.path(cwd) if cwd else self.workdir
+        return await self._exec([str(a) for a in argv], timeout, dict(env or {}), workdir)
+
+    async def _exec(self, argv: list[str], timeout: float | None, env: dict[str, str], workdir: str) -> ExecResult:
+        """``exec`` with its arguments checked and ``cwd`` resolved: one ``docker exec`` of the wrapper."""
         loop = asyncio.get_running_loop()
         exec_id = secrets.token_hex(16)
         marker = secrets.token_hex(16)
         port = f"{self._forward_port:04X}" if self._forward_port else ""
-        envs = {**(env or {}), _scripts.EXEC_ID_VARIABLE: exec_id}
-        workdir = self.path(cwd) if cwd else self.workdir
+        envs = {**env, _scripts.EXEC_ID_VARIABLE: exec_id}
         landed: asyncio.Future[None] | None = None
 
         def on_landed() -> None:
