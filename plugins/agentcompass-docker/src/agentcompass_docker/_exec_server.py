@@ -229,10 +229,20 @@ def holds(pid, pipes):
 
 
 def kill_tree(root, marker, pipes):
-    """SIGKILL every process of one exec (see the module docstring); passes repeat until one finds nothing."""
-    me = os.getpid()
+    """SIGKILL every process of one exec (see the module docstring)."""
+
+    def belongs(pid, stat, members):
+        _, ppid, _, sid = stat
+        return pid == root or sid == root or ppid in members or has_marker(pid, marker) or holds(pid, pipes)
+
+    kill_matching(belongs, {1, os.getpid()})
+
+
+def kill_matching(belongs, spare):
+    """SIGKILL every live process but ``spare`` for which ``belongs(pid, stat, members so far)`` holds, each
+    SIGSTOPped as it is found (so none forks meanwhile); passes repeat until one finds nothing."""
     for _ in range(20):
-        members = set()
+        members = set()  # type: set[int]
         fresh = True
         while fresh:
             fresh = False
@@ -240,19 +250,17 @@ def kill_tree(root, marker, pipes):
                 if not name.isdigit():
                     continue
                 pid = int(name)
-                if pid in (1, me) or pid in members:
+                if pid in spare or pid in members:
                     continue
                 stat = stat_of(pid)
-                if stat is None or stat[0] in (b"Z", b"X", b"x"):
+                if stat is None or stat[0] in (b"Z", b"X", b"x") or not belongs(pid, stat, members):
                     continue
-                _, ppid, _, sid = stat
-                if pid == root or sid == root or ppid in members or has_marker(pid, marker) or holds(pid, pipes):
-                    try:
-                        os.kill(pid, signal.SIGSTOP)
-                    except OSError:
-                        continue
-                    members.add(pid)
-                    fresh = True
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except OSError:
+                    continue
+                members.add(pid)
+                fresh = True
         if not members:
             return
         for pid in members:
@@ -281,27 +289,7 @@ def do_shutdown(conn):
     if not under_keeper():
         send_json(conn, b"X", {"error": {"errno": errno.EPERM, "message": "not the keeper's server: no shutdown"}})
         return
-    spare = {1, os.getpid(), os.getppid()}
-    for _ in range(20):
-        members = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) in spare:
-                continue
-            stat = stat_of(int(name))
-            if stat is None or stat[0] in (b"Z", b"X", b"x"):
-                continue
-            try:
-                os.kill(int(name), signal.SIGSTOP)
-            except OSError:
-                continue
-            members.append(int(name))
-        if not members:
-            break
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+    kill_matching(lambda pid, stat, members: True, {1, os.getpid(), os.getppid()})
     try:
         send_json(conn, b"X", {"status": 0})
         conn.close()

@@ -192,48 +192,37 @@ class ServerSession(DockerSession):
         output.trailer = [str(reply.get("status", -1)).encode(), str(oom[0]).encode(), str(oom[1]).encode()]
         return exec_result(output, timed_out=bool(reply.get("timed_out")), docker_rc=None, memory=self.memory)
 
+    async def _request_with_writes(
+        self, what: str, header: dict[str, Any], data: bytes | None = None, sink: bytearray | None = None
+    ) -> dict[str, Any]:
+        """A file request carrying the session's pending small writes (applied first, in order)."""
+        writes, landed = await self._writes.take()
+        try:
+            return await self._request(what, {**header, "writes": writes[1:]}, data, sink=sink, landed=landed)
+        finally:
+            self._writes.resolve(landed)
+
     async def read_bytes(self, path: str) -> bytes:
         if self.fallback:
             return await super().read_bytes(path)
         target = self.path(path)
         sink = bytearray()
-        writes, landed = await self._writes.take()
-        try:
-            reply = await self._request("read_bytes", {"op": "read", "writes": writes[1:], "path": target},
-                                        sink=sink, landed=landed)
-        finally:
-            self._writes.resolve(landed)
-        _raise_file_error(reply, target)
+        _raise_file_error(await self._request_with_writes("read_bytes", {"op": "read", "path": target}, sink=sink),
+                          target)
         return bytes(sink)
 
-    async def write_bytes(self, path: str, data: bytes) -> None:
+    async def _write_now(self, target: str, data: bytes) -> None:
         if self.fallback:
-            return await super().write_bytes(path, data)
-        target = self.path(path)
-        data = bytes(data)
-        if self._writes.accepts(data):
-            await self._writes.add(target, data)
-            return
-        writes, landed = await self._writes.take()
-        try:
-            reply = await self._request("write_bytes", {"op": "write", "writes": writes[1:], "path": target}, data,
-                                        landed=landed)
-        finally:
-            self._writes.resolve(landed)
-        _raise_file_error(reply, target)
+            return await super()._write_now(target, data)
+        _raise_file_error(await self._request_with_writes("write_bytes", {"op": "write", "path": target}, data),
+                          target)
 
     async def upload(self, local_path: str | Path, path: str) -> None:
         if self.fallback:
             return await super().upload(local_path, path)
-        target = self.path(path)
-        directory, data = await asyncio.to_thread(tar_for_upload, Path(local_path), target)
-        writes, landed = await self._writes.take()
-        try:
-            reply = await self._request("upload", {"op": "untar", "writes": writes[1:], "dir": directory}, data,
-                                        landed=landed)
-        finally:
-            self._writes.resolve(landed)
-        _raise_file_error(reply, directory)
+        directory, data = await asyncio.to_thread(tar_for_upload, Path(local_path), self.path(path))
+        _raise_file_error(await self._request_with_writes("upload", {"op": "untar", "dir": directory}, data),
+                          directory)
 
     async def download(self, path: str, local_path: str | Path) -> None:
         if self.fallback:
@@ -242,13 +231,8 @@ class ServerSession(DockerSession):
         if target == "/":
             raise ValueError("cannot download the container's root directory")
         sink = bytearray()
-        writes, landed = await self._writes.take()
-        try:
-            reply = await self._request("download", {"op": "tar", "writes": writes[1:], "path": target}, sink=sink,
-                                        landed=landed)
-        finally:
-            self._writes.resolve(landed)
-        _raise_file_error(reply, target)
+        _raise_file_error(await self._request_with_writes("download", {"op": "tar", "path": target}, sink=sink),
+                          target)
         await asyncio.to_thread(extract_download, bytes(sink), posixpath.basename(target), Path(local_path))
 
 

@@ -255,8 +255,12 @@ class DockerSession(EnvironmentSession):
         target = self.path(path)
         data = bytes(data)
         if self._writes.accepts(data):
-            await self._writes.add(target, data)
+            await self._writes.add(target, data)  # rides along with the session's next call
             return
+        await self._write_now(target, data)
+
+    async def _write_now(self, target: str, data: bytes) -> None:
+        """A write too large to batch (the pending small writes go first): one ``docker exec``."""
         writes, landed = await self._writes.take()
         try:
             await self.engine.call(
