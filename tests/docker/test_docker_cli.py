@@ -66,17 +66,11 @@ def _pool_containers(run_id: str) -> list[str]:
 
 
 def _exec_dirs_of(run_id: str) -> list[Path]:
-    """The exec-server socket directories a run made (each names its run in ``owner``)."""
+    """The exec-server socket directories a run made (each names its run in ``owner.json``)."""
+    from agentcompass.runtime.owned_dirs import read_owner
     from agentcompass_docker.exec_dirs import PREFIX, base_dir
 
-    found = []
-    for entry in base_dir().glob(f"{PREFIX}*"):
-        try:
-            if (entry / "owner").read_text().split()[1:] == [run_id]:
-                found.append(entry)
-        except (OSError, IndexError):
-            continue
-    return found
+    return [entry for entry in base_dir().glob(f"{PREFIX}*") if (read_owner(entry) or {}).get("run_id") == run_id]
 
 
 @pytest.mark.parametrize("exec_mode", ["server", "docker"])

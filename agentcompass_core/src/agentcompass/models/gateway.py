@@ -34,9 +34,9 @@ from aiohttp import web
 
 from agentcompass.errors import describe
 from agentcompass.models.metering import MeteredModel, TaskMeter
-from agentcompass.owned_dirs import make_owned_dir, remove_stale
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
+from agentcompass.runtime.owned_dirs import make_owned_dir, remove_stale, socket_base
 from agentcompass.runtime.types import ModelEndpoint
 
 #: Generation settings passed through to the model client.
@@ -105,7 +105,7 @@ class ModelGateway:
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         if not self.unix_socket:
-            self._socket_dir = str(make_owned_dir(_socket_base(), SOCKET_DIR_PREFIX, self.run_id, name_size=0))
+            self._socket_dir = str(make_owned_dir(socket_base(), SOCKET_DIR_PREFIX, self.run_id, name_size=0))
             os.chmod(self._socket_dir, 0o755)
             self.unix_socket = os.path.join(self._socket_dir, "gateway.sock")
         unix = web.UnixSite(self._runner, self.unix_socket)
@@ -308,13 +308,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _socket_base() -> Path:
-    """The temp directory, unless a socket path in it would pass the kernel's limit (about 107 bytes)."""
-    base = Path(tempfile.gettempdir())
-    return base if len(str(base)) <= 60 else Path("/tmp")
-
-
 def prune_socket_dirs(run_id: str | None = None) -> int:
     """Remove the socket directories of gateways whose run is gone (a SIGKILLed run); how many went."""
-    bases = {Path(tempfile.gettempdir()), _socket_base()}
+    bases = {Path(tempfile.gettempdir()), socket_base()}
     return sum(remove_stale(base, SOCKET_DIR_PREFIX, run_id) for base in bases)

@@ -3,6 +3,8 @@
 Beside this package's names: :mod:`agentcompass.runtime.executor` (the executor seam),
 :mod:`agentcompass.runtime.records` (typed run records), :mod:`agentcompass.runtime.providers` (for model
 providers), :mod:`agentcompass.runtime.logs` (the run's logger), :mod:`agentcompass.runtime.names`,
+:mod:`agentcompass.runtime.comparison` (comparing runs), :mod:`agentcompass.runtime.owned_dirs` (host
+directories a run owns), :mod:`agentcompass.runtime.remote` (executors running attempts elsewhere),
 :mod:`agentcompass.errors`, and the ``agentcompass.testing`` kit.
 """
 

@@ -26,10 +26,10 @@ from agentcompass.builtin.local import processes
 from agentcompass.builtin.local.options import LocalOptions
 from agentcompass.builtin.local.session import KILL_TIMEOUT, LocalSession
 from agentcompass.errors import EnvironmentUnavailable, InfrastructureError, describe
-from agentcompass.owned_dirs import identity, make_owned_dir, stale_dirs
 from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.names import safe_name
+from agentcompass.runtime.owned_dirs import identity, make_owned_dir, stale_dirs
 from agentcompass.runtime.types import EnvironmentSpec
 
 #: Host variables a child process inherits; everything else it gets is explicit.

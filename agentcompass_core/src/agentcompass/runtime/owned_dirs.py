@@ -3,6 +3,9 @@
 Each holds ``owner.json``: the run id and the pid and start time of the process that made it. A directory whose
 owner is gone (a SIGKILLed run) is *stale*: ``agentcompass env prune`` and a resume of that run remove it. A
 directory whose owner still runs, or one without ``owner.json``, is never touched.
+
+Public API: a plugin that leaves directories on the host (the docker plugin's exec-server socket directories)
+makes them with :func:`make_owned_dir` and prunes them with :func:`remove_stale`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ from agentcompass.runtime.names import safe_name
 OWNER_FILE = "owner.json"
 
 
+def socket_base() -> Path:
+    """Where directories holding Unix sockets go: the temp directory, unless a socket path in it would pass the
+    kernel's limit (about 107 bytes)."""
+    base = Path(tempfile.gettempdir())
+    return base if len(str(base)) <= 60 else Path("/tmp")
+
+
 def identity(pid: int) -> dict[str, Any]:
     """What identifies a process across pid reuse: its pid and start time (``None`` without ``/proc``)."""
     info = read_stat(pid)
@@ -29,6 +39,7 @@ def identity(pid: int) -> dict[str, Any]:
 
 
 def owner_alive(owner: Mapping[str, Any]) -> bool:
+    """Whether the process an ``owner.json`` names still runs (the same process: its start time is checked)."""
     pid, start = owner.get("pid"), owner.get("start")
     if not isinstance(pid, int):
         return False
