@@ -5,6 +5,7 @@ Beside this package's names: :mod:`agentcompass.runtime.executor` (the executor 
 providers), :mod:`agentcompass.runtime.logs` (the run's logger), :mod:`agentcompass.runtime.names`,
 :mod:`agentcompass.runtime.comparison` (comparing runs), :mod:`agentcompass.runtime.owned_dirs` (host
 directories a run owns), :mod:`agentcompass.runtime.remote` (executors running attempts elsewhere),
+:mod:`agentcompass.runtime.options` (parsing plugin options),
 :mod:`agentcompass.errors`, and the ``agentcompass.testing`` kit.
 """
 

@@ -27,6 +27,7 @@ from agentcompass.runtime import (
     TaskStatus,
 )
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
+from agentcompass.runtime.options import positive_int
 
 PACKAGE = "example_interactive"
 #: Where prepare_task puts things, relative to the environment's working directory.
@@ -46,16 +47,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
-
-
-def _positive_int(name: str, value: Any) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise UsageError(f"benchmark option {name!r} must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise UsageError(f"benchmark option {name!r} must be a positive integer, got {value!r}")
-    return number
 
 
 def _positive_float(name: str, value: Any) -> float:
@@ -101,7 +92,7 @@ class ExampleInteractiveBenchmark(HarnessFreeBenchmark):
                 f"unknown option(s) for benchmark {self.name!r}: {', '.join(unknown)}; "
                 f"valid options: {', '.join(self.OPTIONS)}"
             )
-        self.max_turns = _positive_int("max_turns", options.get("max_turns", DEFAULT_MAX_TURNS))
+        self.max_turns = positive_int("benchmark option", "max_turns", options.get("max_turns", DEFAULT_MAX_TURNS))
         self.timeout = _positive_float("timeout", options.get("timeout", DEFAULT_TIMEOUT_SECONDS))
         raw_categories = options.get("category")
         self.categories: tuple[str, ...] | None = None

@@ -15,13 +15,10 @@ from typing import Any
 
 from agentcompass.errors import UsageError
 from agentcompass.runtime import BaseBenchmark, PreparedTask, TaskSpec
+from agentcompass.runtime.options import boolean as parse_boolean
 
 #: The key of ``TaskSpec.data`` that states the task's own time limit for the agent, in seconds.
 TIME_LIMIT_KEY = "agent_timeout_sec"
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
 
 def check_options(harness: str, options: Mapping[str, Any], valid: Iterable[str]) -> None:
     """Reject options the harness does not know, listing the ones it does."""
@@ -47,12 +44,7 @@ def positive_number(harness: str, name: str, value: Any, *, integer: bool = Fals
 
 
 def boolean(harness: str, name: str, value: Any) -> bool:
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise UsageError(f"harness {harness!r}: option {name!r} must be true or false, got {value!r}")
+    return parse_boolean(f"harness {harness!r}: option", name, value)
 
 
 def text_or_file(harness: str, name: str, value: Any) -> str:

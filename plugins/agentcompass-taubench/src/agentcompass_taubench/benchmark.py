@@ -35,6 +35,7 @@ from agentcompass.runtime import (
     TaskStatus,
 )
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
+from agentcompass.runtime.options import boolean, positive_int
 from taubench_runner import tasks as task_fields
 from taubench_runner.domains import DOMAINS, policy_variants
 
@@ -48,17 +49,9 @@ EXIT_MODEL_ERROR, EXIT_PROTOCOL_ERROR, EXIT_MISSING_INPUT = 3, 4, 5
 #: Metric names of the reward's components (tau2's ``RewardType``).
 COMPONENTS = {"DB": "db", "ENV_ASSERTION": "env_assertion", "ACTION": "action", "COMMUNICATE": "communicate",
               "NL_ASSERTION": "nl_assertion"}
+#: How option errors begin.
+OPTION = "taubench option"
 ORACLE_NO_JUDGE = "not judged: the oracle harness calls no model (give --judge-model to judge them)"
-
-
-def _positive_int(name: str, value: Any) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise UsageError(f"taubench option {name!r} must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise UsageError(f"taubench option {name!r} must be a positive integer, got {value!r}")
-    return number
 
 
 def _number(name: str, value: Any, *, positive: bool = False) -> float:
@@ -70,15 +63,6 @@ def _number(name: str, value: Any, *, positive: bool = False) -> float:
         kind = "a positive number" if positive else "a number of 0 or more"
         raise UsageError(f"taubench option {name!r} must be {kind}, got {value!r}")
     return number
-
-
-def _flag(name: str, value: Any) -> bool:
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise UsageError(f"taubench option {name!r} must be true or false, got {value!r}")
 
 
 def _file_name(name: str, value: Any) -> str:
@@ -152,15 +136,15 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
             if self.policy not in variants:
                 raise UsageError(f"taubench option 'policy': domain {domain!r} has no policy variant "
                                  f"{self.policy!r}; variants: {', '.join(variants)}")
-        self.max_steps = _positive_int("max_steps", options.get("max_steps", 200))
-        self.max_errors = _positive_int("max_errors", options.get("max_errors", 10))
+        self.max_steps = positive_int(OPTION, "max_steps", options.get("max_steps", 200))
+        self.max_errors = positive_int(OPTION, "max_errors", options.get("max_errors", 10))
         self.nl_policy = _choice("nl_assertions", options.get("nl_assertions", "judge"), NL_POLICIES)
         self.user_temperature = _number("user_temperature", options.get("user_temperature", 0))
         raw_timeout = options.get("timeout")
         self.timeout = None if raw_timeout is None else _number("timeout", raw_timeout, positive=True)
-        self.enforce_protocol = _flag("enforce_communication_protocol",
+        self.enforce_protocol = boolean(OPTION, "enforce_communication_protocol",
                                       options.get("enforce_communication_protocol", False))
-        self.bake = _flag("bake", options.get("bake", True))
+        self.bake = boolean(OPTION, "bake", options.get("bake", True))
         self.staging = data.Staging(self.policy)
 
     # -- tasks ------------------------------------------------------------------------------------
