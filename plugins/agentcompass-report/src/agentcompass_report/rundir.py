@@ -171,28 +171,14 @@ class RunFiles:
     def refresh(self) -> bool:
         """Read what was appended since the last call; whether anything was."""
         changed = False
-        for number, _, raw in self._tail(RESULTS).new_lines():
-            data = _parse(raw, self.path / RESULTS, number, self.warnings)
-            if data is None:
-                continue
-            problem = result_problem(data)
-            if problem:
-                self.warnings.append(f"{self.path / RESULTS}:{number}: not a valid result ({problem}); skipped")
-                continue
+        for data in self._new_results(RESULTS, "result"):
             data.pop("prepared", None)
             key = (data["task_id"], data.get("trial", 1))
             if key in self.results:
                 self.replaced += 1  # a re-recorded (task, trial) keeps its place; its row changes
             self.results[key] = data
             changed = True
-        for number, _, raw in self._tail(ATTEMPTS).new_lines():
-            data = _parse(raw, self.path / ATTEMPTS, number, self.warnings)
-            if data is None:
-                continue
-            problem = result_problem(data)
-            if problem:
-                self.warnings.append(f"{self.path / ATTEMPTS}:{number}: not a valid attempt ({problem}); skipped")
-                continue
+        for data in self._new_results(ATTEMPTS, "attempt"):
             self.attempts.setdefault((data["task_id"], data.get("trial", 1)), []).append(data)
             changed = True
         for number, offset, raw in self._tail(TRAJECTORIES).new_lines():
@@ -200,10 +186,10 @@ class RunFiles:
             if parsed_key is not None:
                 key = parsed_key
             else:
-                data = _parse(raw, self.path / TRAJECTORIES, number, self.warnings)
-                if data is None:
+                call = _parse(raw, self.path / TRAJECTORIES, number, self.warnings)
+                if call is None:
                     continue
-                tid, trial = data.get("task_id"), data.get("trial", 1)
+                tid, trial = call.get("task_id"), call.get("trial", 1)
                 if not isinstance(tid, str) or type(trial) is not int:
                     self.warnings.append(f"{self.path / TRAJECTORIES}:{number}: names no task; skipped")
                     continue
@@ -211,6 +197,19 @@ class RunFiles:
             self.trajectory_lines.setdefault(key, []).append((offset, len(raw)))
             changed = True
         return changed
+
+    def _new_results(self, name: str, what: str) -> Iterator[dict[str, Any]]:
+        """The valid result records appended to ``name`` since the last look; the others are skipped with a
+        warning naming file and line."""
+        for number, _, raw in self._tail(name).new_lines():
+            data = _parse(raw, self.path / name, number, self.warnings)
+            if data is None:
+                continue
+            problem = result_problem(data)
+            if problem:
+                self.warnings.append(f"{self.path / name}:{number}: not a valid {what} ({problem}); skipped")
+                continue
+            yield data
 
     def _tail(self, name: str) -> _Tail:
         tail = self._tails.get(name)
