@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,6 +73,16 @@ class RunOutcome:
         if any(k != "COMPLETED" for k in self.summary.status_counts):
             return ExitCode.TASK_ERRORS
         return ExitCode.OK
+
+
+def provider_secrets(clients: Mapping[str, ModelClient]) -> frozenset[str]:
+    """Every secret the run's model clients hold (what the redactor masks and nothing remote may carry)."""
+    return frozenset(s for client in set(clients.values()) for s in client.secrets)
+
+
+def distinct(specs: Iterable[EnvironmentSpec]) -> list[EnvironmentSpec]:
+    """Each spec object once, in first-seen order."""
+    return list({id(spec): spec for spec in specs}.values())
 
 
 #: Fields a resumed run may change: how it is scheduled and connected, never what defines its tasks or scores.
@@ -142,12 +152,10 @@ class Runner:
         executor = resolved.executor
         try:
             # Before anything is written: an executor that cannot run this here says so now.
-            secrets = [s for c in set(clients.values()) for s in c.secrets]
-            await executor.check(scrub_request(req, secrets), list({id(s): s for s in all_specs.values()}.values()),
-                                 secrets=secrets)
+            secrets = provider_secrets(clients)
+            await executor.check(scrub_request(req, secrets), distinct(all_specs.values()), secrets=secrets)
             redactor = Redactor()
-            for client in set(clients.values()):
-                redactor.add(*client.secrets)
+            redactor.add(*secrets)
             if store is None:
                 store = RunDirectory.create(self.run_dir or Path("runs") / req.run_id, redactor)
             else:
@@ -233,7 +241,7 @@ class Runner:
                 if remote:
                     base_url = gateway.base_url
                 else:
-                    await provider.setup(list({id(s): s for s in specs.values()}.values()), run_id=req.run_id)
+                    await provider.setup(distinct(specs.values()), run_id=req.run_id)
                     await provider.plan(EnvironmentDemand(
                         opens=tuple(specs[t.task_id] for t, _ in todo), concurrency=req.concurrency,
                         max_environments=req.max_environments,
@@ -250,7 +258,7 @@ class Runner:
                     on_transition=self._transition_observer(req, log),
                     source_artifacts=source.store.artifacts_dir if source else None,
                     gateway_host=gateway.host, gateway_port=gateway.port,
-                    secrets=frozenset(s for c in clients.values() for s in c.secrets),
+                    secrets=provider_secrets(clients),
                 )
                 queue = AttemptQueue(
                     request=req, store=store, host=self.host, log=log, timeouts=phase_timeouts(req),
