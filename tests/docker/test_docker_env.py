@@ -157,7 +157,7 @@ async def test_cancelled_exec_kills_its_processes(session) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await session.provider.drain()
+    await session.host.drain()
     assert "sleep 1007" not in (await session.exec(["sh", "-c", PS])).stdout
 
 

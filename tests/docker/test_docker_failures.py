@@ -108,7 +108,7 @@ async def test_an_exit_status_137_of_the_command_itself_stays_a_result(session) 
     # The command's process killed from inside (the container stays up): a plain result, not an infrastructure
     # error. Under docker exec that is the wrapper; under the server, the command itself (its parent is the
     # server, whose death is an infrastructure error: tests/docker/test_docker_server.py).
-    victim = "$PPID" if session.provider.options.exec == "docker" else "$$"
+    victim = "$PPID" if session.host.options.exec == "docker" else "$$"
     result = await session.exec(["sh", "-c", f"kill -9 {victim}; sleep 5"], timeout=30)
     assert result.returncode == 137 and not result.timed_out, result
     assert (await session.exec(["echo", "fine"])).stdout == "fine\n"

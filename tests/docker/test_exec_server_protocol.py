@@ -139,16 +139,18 @@ async def test_the_host_refuses_a_malformed_or_truncated_reply(tmp_path: Path) -
 
 
 async def test_the_host_caps_output_even_when_the_server_does_not(tmp_path: Path) -> None:
+    from agentcompass_docker.containers import ContainerPlan
     from agentcompass_docker.provider import DockerProvider
-    from agentcompass_docker.server_session import ServerSession
+    from agentcompass_docker.server_session import ServerSession, Started
 
     extra = 5000
     flood = frames(b"O", b"a" * (OUTPUT_LIMIT + extra))
     done = frames(b"X", json.dumps({"status": 0, "oom": ["-", "-"], "cut": [0, 0], "timed_out": False}).encode())
     path, fake = await _fake_server(tmp_path, flood + done)
     provider = DockerProvider()
-    session = ServerSession(provider, exec_dir=str(tmp_path), base_env={}, container_id="x", name="fake",
-                            spec=EnvironmentSpec(), user="0", memory="2g", task_id="t", forward_port=None)
+    plan = ContainerPlan("fake", "image", [], {}, user="0", memory="2g", forward_port=None)
+    started = Started("x", plan, exec_dir=str(tmp_path), relay=None, fallback=None)
+    session = ServerSession(provider, started, spec=EnvironmentSpec(), task_id="t", base_env={})
     session.socket = path
     try:
         result = await session.exec(["anything"])

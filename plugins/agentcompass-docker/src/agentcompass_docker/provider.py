@@ -10,6 +10,8 @@ along with the next of those). The pieces:
 * :mod:`~agentcompass_docker.engine`: the client, its worker threads, what engine errors mean;
 * :mod:`~agentcompass_docker.images`: images by name or built by content hash;
 * :mod:`~agentcompass_docker.containers`: creating, removing and finding containers by label;
+* :mod:`~agentcompass_docker.host`: :class:`~agentcompass_docker.host.SessionHost`, what the sessions need from
+  this provider (they import it, never this module);
 * :mod:`~agentcompass_docker.server_session`: :class:`ServerSession`, the server path, with
   :mod:`~agentcompass_docker.server_protocol`;
 * :mod:`~agentcompass_docker.session`: :class:`DockerSession`, the ``docker exec`` path, with
@@ -25,9 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import dataclasses
 import os
 import threading
+import weakref
 from collections.abc import Coroutine, Hashable, Iterable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
@@ -56,28 +58,13 @@ from agentcompass_docker.images import BUILD_REPOSITORY, ImageInfo, Images, cont
 from agentcompass_docker.options import DockerOptions
 from agentcompass_docker.pool import WarmPool, pool_key
 from agentcompass_docker.server_protocol import Exchange, ServerGone, peer_namespace
-from agentcompass_docker.server_session import ServerSession
+from agentcompass_docker.server_session import ServerSession, Started
 from agentcompass_docker.session import DockerSession
 
 log = get_logger(plugin="docker")
 
 #: The default pool size (``prestart`` unset) is the run's concurrency, at most this.
 AUTO_PRESTART_LIMIT = 8
-@dataclasses.dataclass
-class Started:
-    """A container whose exec server answers (or that falls back to ``docker exec``), not yet a session's."""
-
-    container_id: str
-    plan: ContainerPlan
-    exec_dir: str
-    relay: asyncio.AbstractServer | None
-    fallback: str | None
-    #: The server's pid inside the container (0 with the fallback).
-    server_pid: int = 0
-    #: The container's pid namespace, from the server's first answer ("" when it cannot be told).
-    namespace: str = ""
-    #: Where its start went: seconds to create and start it (engine), then until the server answered.
-    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -86,7 +73,9 @@ def _consume(future: asyncio.Future[Any]) -> None:
 
 
 class DockerProvider(EnvironmentProvider):
-    """Docker containers as task environments. See the package README for options and defaults."""
+    """Docker containers as task environments. See the package README for options and defaults.
+
+    It is the :class:`~agentcompass_docker.host.SessionHost` of the sessions it opens."""
 
     name = "docker"
 
@@ -100,6 +89,8 @@ class DockerProvider(EnvironmentProvider):
         self.run_id = ""
         self._sessions: dict[str, DockerSession] = {}
         self._closing: set[asyncio.Future[Any]] = set()
+        #: Each closed session's end (its container's removal), which a second ``close`` waits for too.
+        self._ends: weakref.WeakKeyDictionary[DockerSession, asyncio.Future[Any]] = weakref.WeakKeyDictionary()
         self._gateway: tuple[str, int] | None = None
         self._pool: WarmPool[Started] = WarmPool(self._start_pooled, self._room)
         self._pool_specs: dict[Hashable, EnvironmentSpec] = {}
@@ -212,22 +203,11 @@ class DockerProvider(EnvironmentProvider):
             gateway=self._gateway,
         )
         container_id = await self._create(plan, task_id)
-        session = DockerSession(
-            self,
-            container_id=container_id,
-            name=plan.name,
-            spec=spec,
-            user=plan.user,
-            memory=plan.memory,
-            task_id=task_id,
-            forward_port=plan.forward_port,
-        )
+        session = DockerSession(self, plan, container_id=container_id, spec=spec, task_id=task_id)
         self._sessions[container_id] = session
         if not is_root(plan.user):
             try:
-                await self.engine.call(
-                    session._capture, ["sh", "-c", _scripts.MAKE_WRITABLE, "ac-init", spec.workdir], "0", "open"
-                )
+                await self.engine.call(self._make_writable, container_id, spec.workdir)
             except BaseException:
                 await self.close(session)
                 raise
@@ -443,25 +423,7 @@ class DockerProvider(EnvironmentProvider):
                 log.debug("docker.pool_taken", container=started.plan.name, task_id=task_id)
         if started is None:
             started = await self._start_server_container(spec, run_id=run_id, task_id=task_id)
-        plan = started.plan
-        session = ServerSession(
-            self,
-            exec_dir=started.exec_dir,
-            base_env=base_env,
-            fallback=started.fallback,
-            container_id=started.container_id,
-            name=plan.name,
-            spec=spec,
-            user=plan.user,
-            memory=plan.memory,
-            task_id=task_id,
-            forward_port=plan.forward_port if started.fallback else None,
-        )
-        session.relay = started.relay
-        session.autoremove = plan.autoremove
-        session.server_pid = started.server_pid
-        session.namespace = started.namespace or None
-        session.start_seconds = {**started.seconds, "pooled": float(from_pool)}
+        session = ServerSession(self, started, spec=spec, task_id=task_id, base_env=base_env, pooled=from_pool)
         self._sessions[started.container_id] = session
         return session
 
@@ -523,14 +485,15 @@ class DockerProvider(EnvironmentProvider):
                 self.containers.expect_removals(-len(batch))
 
     async def close(self, session: EnvironmentSession) -> None:
-        if not isinstance(session, DockerSession) or session.provider is not self:
+        if not isinstance(session, DockerSession) or session.host is not self:
             return
-        session._shutdown()
-        if session._close_future is None:
+        session.shutdown()
+        end = self._ends.get(session)
+        if end is None:
             if self.options.keep:
-                done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-                done.set_result(None)
-                session._close_future = done
+                end = asyncio.get_running_loop().create_future()
+                end.set_result(None)
+                self._ends[session] = end
             else:
                 exec_dir = None
                 if isinstance(session, ServerSession):
@@ -542,14 +505,14 @@ class DockerProvider(EnvironmentProvider):
                     future = self._end_soon(session)
                 else:
                     future = self._remove_soon(session.container_id, exec_dir)
-                session._close_future = future
+                end = self._ends[session] = future
                 if len(self._closing) <= self.options.removal_backlog:
                     # The container is stopped for good (the session refuses further use); its removal goes on
                     # in the background, and teardown (on every path, Ctrl-C included) waits for it.
                     self._sessions.pop(session.container_id, None)
                     return
         try:
-            await asyncio.wait_for(asyncio.shield(session._close_future), self.options.close_timeout)
+            await asyncio.wait_for(asyncio.shield(end), self.options.close_timeout)
         except TimeoutError:
             log.warning("docker.remove_slow", container=session.name, seconds=self.options.close_timeout)
         finally:
@@ -577,7 +540,7 @@ class DockerProvider(EnvironmentProvider):
         for task in self._pool.close():
             task.cancel()  # a pool start cleans up after itself; a started one is removed by the sweep below
         for session in list(self._sessions.values()):
-            session._shutdown()
+            session.shutdown()
         for relay in list(self._relays):
             relay.close()
         self._relays.clear()

@@ -15,26 +15,23 @@ A session opened in a container whose image cannot run the server (no ``python3`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
-import posixpath
 import secrets
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentcompass.errors import InfrastructureError
-from agentcompass.runtime.types import ExecResult
+from agentcompass.runtime.types import EnvironmentSpec, ExecResult
 
 from agentcompass_docker import exec_dirs
+from agentcompass_docker.containers import ContainerPlan
 from agentcompass_docker.engine import file_error
 from agentcompass_docker.exec_protocol import CANCEL_KILL_WINDOW, ExecOutput, exec_result
+from agentcompass_docker.host import SessionHost
 from agentcompass_docker.server_protocol import Exchange, ServerGone
-from agentcompass_docker.session import KILLED_SETTLE, DockerSession
-from agentcompass_docker.tar import extract_download, tar_for_upload
-
-if TYPE_CHECKING:
-    from agentcompass_docker.provider import DockerProvider
+from agentcompass_docker.session import FILE_OPS, KILLED_SETTLE, DockerSession
 
 #: Seconds past an exec's timeout the host waits for the server's answer before it gives up on the server.
 HOST_GRACE = 15.0
@@ -46,33 +43,54 @@ def _nothing() -> None:
     pass
 
 
-class ServerSession(DockerSession):
-    """One container driven through its exec server. Created by :meth:`DockerProvider.open` only.
+@dataclasses.dataclass
+class Started:
+    """A container whose exec server answers (or that falls back to ``docker exec``), not yet a session's."""
 
-    :param exec_dir: the host directory holding the server's socket.
+    container_id: str
+    plan: ContainerPlan
+    #: The host directory holding the server's socket.
+    exec_dir: str
+    #: The host side of the gateway relay in ``exec_dir``, or None.
+    relay: asyncio.AbstractServer | None
+    #: Why the server is not used (the image cannot run it), or None.
+    fallback: str | None
+    #: The server's pid inside the container (0 with the fallback).
+    server_pid: int = 0
+    #: The container's pid namespace, from the server's first answer ("" when it cannot be told).
+    namespace: str = ""
+    #: Where its start went: seconds to create and start it (engine), then until the server answered.
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+class ServerSession(DockerSession):
+    """One container driven through its exec server (``started``). Created by the provider's ``open`` only.
+
     :param base_env: the session's base environment, sent with every ``exec`` (under the spec's ``env``).
-    :param fallback: why the server is not used (the image cannot run it), or None.
+    :param pooled: whether the warm pool started the container.
     """
 
     def __init__(
-        self, provider: DockerProvider, *, exec_dir: str, base_env: Mapping[str, str], fallback: str | None = None,
-        **kwargs: Any,
+        self, host: SessionHost, started: Started, *, spec: EnvironmentSpec, task_id: str,
+        base_env: Mapping[str, str], pooled: bool = False,
     ) -> None:
-        super().__init__(provider, **kwargs)
-        self.exec_dir = exec_dir
-        self.socket = os.path.join(exec_dir, exec_dirs.SOCKET_NAME)
+        super().__init__(host, started.plan, container_id=started.container_id, spec=spec, task_id=task_id)
+        if not started.fallback:
+            self._forward_port = None  # the server forwards the gateway's port before it answers
+        self.exec_dir = started.exec_dir
+        self.socket = os.path.join(started.exec_dir, exec_dirs.SOCKET_NAME)
         self.base_env = {**base_env, **self.spec.env}  # the spec's variables win, as in the container's own
-        self.fallback = fallback
+        self.fallback = started.fallback
         #: The host side of the gateway relay in ``exec_dir`` (closed with the session), or None.
-        self.relay: asyncio.AbstractServer | None = None
+        self.relay = started.relay
         #: The exec server's pid inside the container (0 with the fallback).
-        self.server_pid = 0
+        self.server_pid = started.server_pid
         #: The container's pid namespace, as the server's first answer showed it: every later connection must
         #: reach a process in it (None: not checked).
-        self.namespace: str | None = None
+        self.namespace = started.namespace or None
         #: Where the container's start went (seconds: ``create_start``, ``server_ready``; ``pooled`` 1.0 when
         #: the warm pool started it), for benchmarks and logs.
-        self.start_seconds: dict[str, float] = {}
+        self.start_seconds = {**started.seconds, "pooled": float(pooled)}
 
     # -- the server ----------------------------------------------------------------------------------
 
@@ -177,7 +195,7 @@ class ServerSession(DockerSession):
                 raise await self._gone("exec", str(exc)) from None
             except asyncio.CancelledError:
                 # The caller gave up: the server kills the processes; its answer is awaited in the background.
-                self.provider.background(_finish_cancelled(exchange))
+                self.host.background(_finish_cancelled(exchange))
                 exchange = None
                 raise
         finally:
@@ -192,48 +210,19 @@ class ServerSession(DockerSession):
         output.trailer = [str(reply.get("status", -1)).encode(), str(oom[0]).encode(), str(oom[1]).encode()]
         return exec_result(output, timed_out=bool(reply.get("timed_out")), docker_rc=None, memory=self.memory)
 
-    async def _request_with_writes(
-        self, what: str, header: dict[str, Any], data: bytes | None = None, sink: bytearray | None = None
-    ) -> dict[str, Any]:
-        """A file request carrying the session's pending small writes (applied first, in order)."""
+    async def _file(self, op: str, target: str, data: bytes | None = None) -> bytes:
+        """One file operation: a request carrying the session's pending small writes (applied first, in order)."""
+        if self.fallback:
+            return await super()._file(op, target, data)
+        sink = bytearray()
         writes, landed = await self._writes.take()
         try:
-            return await self._request(what, {**header, "writes": writes[1:]}, data, sink=sink, landed=landed)
+            header = {"op": op, "dir" if op == "untar" else "path": target, "writes": writes[1:]}
+            reply = await self._request(FILE_OPS[op], header, data, sink=sink, landed=landed)
         finally:
             self._writes.resolve(landed)
-
-    async def read_bytes(self, path: str) -> bytes:
-        if self.fallback:
-            return await super().read_bytes(path)
-        target = self.path(path)
-        sink = bytearray()
-        _raise_file_error(await self._request_with_writes("read_bytes", {"op": "read", "path": target}, sink=sink),
-                          target)
+        _raise_file_error(reply, target)
         return bytes(sink)
-
-    async def _write_now(self, target: str, data: bytes) -> None:
-        if self.fallback:
-            return await super()._write_now(target, data)
-        _raise_file_error(await self._request_with_writes("write_bytes", {"op": "write", "path": target}, data),
-                          target)
-
-    async def upload(self, local_path: str | Path, path: str) -> None:
-        if self.fallback:
-            return await super().upload(local_path, path)
-        directory, data = await asyncio.to_thread(tar_for_upload, Path(local_path), self.path(path))
-        _raise_file_error(await self._request_with_writes("upload", {"op": "untar", "dir": directory}, data),
-                          directory)
-
-    async def download(self, path: str, local_path: str | Path) -> None:
-        if self.fallback:
-            return await super().download(path, local_path)
-        target = self.path(path)
-        if target == "/":
-            raise ValueError("cannot download the container's root directory")
-        sink = bytearray()
-        _raise_file_error(await self._request_with_writes("download", {"op": "tar", "path": target}, sink=sink),
-                          target)
-        await asyncio.to_thread(extract_download, bytes(sink), posixpath.basename(target), Path(local_path))
 
 
 def _raise_batched(reply: Mapping[str, Any]) -> None:
@@ -266,4 +255,4 @@ async def _finish_cancelled(exchange: Exchange) -> None:
         exchange.close()
 
 
-__all__ = ["ServerSession"]
+__all__ = ["ServerSession", "Started"]

@@ -14,7 +14,7 @@ import posixpath
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentcompass.errors import InfrastructureError
 from agentcompass.runtime.environment import EnvironmentSession
@@ -22,6 +22,7 @@ from agentcompass.runtime.types import EnvironmentSpec, ExecResult
 from python_on_whales.exceptions import DockerException
 
 from agentcompass_docker import _scripts
+from agentcompass_docker.containers import ContainerPlan
 from agentcompass_docker.engine import file_error, says_gone
 from agentcompass_docker.exec_protocol import (
     CANCEL_KILL_WINDOW,
@@ -31,16 +32,23 @@ from agentcompass_docker.exec_protocol import (
     kill_until_returned,
     wrapper_argv,
 )
+from agentcompass_docker.host import SessionHost
 from agentcompass_docker.tar import extract_download, tar_for_upload
 from agentcompass_docker.writes import WriteBatch
-
-if TYPE_CHECKING:
-    from agentcompass_docker.provider import DockerProvider
 
 #: Words of a docker client's stderr that point at the engine or the container, not at the command.
 _ENGINE_WORDS = ("error response from daemon", "cannot connect to the docker daemon", "error during connect")
 #: How long a container that looks fine after an exec was killed (137) is watched for the engine to notice.
 KILLED_SETTLE = 0.5
+#: The file operations (the exec server's names), each with the session method it serves (errors name it).
+FILE_OPS = {"read": "read_bytes", "write": "write_bytes", "untar": "upload", "tar": "download"}
+#: Each file operation's script and the name it runs under, on the ``docker exec`` path.
+_FILE_SCRIPTS = {
+    "read": (_scripts.READ, "ac-read"),
+    "write": (_scripts.WRITE, "ac-write"),
+    "untar": (_scripts.UNTAR, "ac-upload"),
+    "tar": (_scripts.TAR_OUT, "ac-download"),
+}
 
 
 def _suspect(returncode: int | None, stderr: str) -> bool:
@@ -52,35 +60,26 @@ def _suspect(returncode: int | None, stderr: str) -> bool:
 
 
 class DockerSession(EnvironmentSession):
-    """One running container. Created by :meth:`DockerProvider.open` only."""
+    """One running container, ``plan``'s (started as ``container_id``). Created by the provider's ``open`` only,
+    which hands itself over as ``host``."""
 
     def __init__(
-        self,
-        provider: DockerProvider,
-        *,
-        container_id: str,
-        name: str,
-        spec: EnvironmentSpec,
-        user: str,
-        memory: str,
-        task_id: str,
-        forward_port: int | None,
+        self, host: SessionHost, plan: ContainerPlan, *, container_id: str, spec: EnvironmentSpec, task_id: str
     ) -> None:
-        self.provider = provider
-        self.engine = provider.engine
+        self.host = host
+        self.engine = host.engine
         self.container_id = container_id
-        self.name = name
+        self.name = plan.name
         self.spec = spec
         self.workdir = spec.workdir
-        self.user = user
-        self.memory = memory
+        self.user = plan.user
+        self.memory = plan.memory
         self.task_id = task_id
         self.closed = False
-        self._forward_port = forward_port  # cleared once the forwarder is known to listen
-        self._writes = WriteBatch(provider.options.write_delay, self._send_writes, self._closed_error)
-        self._close_future: asyncio.Future[Any] | None = None
+        self._forward_port = plan.forward_port  # cleared once the forwarder is known to listen
+        self._writes = WriteBatch(host.options.write_delay, self._send_writes, self._closed_error)
         #: The container runs with ``--rm``: once gone, it may have been stopped or killed, not only removed.
-        self.autoremove = False
+        self.autoremove = plan.autoremove
 
     def __repr__(self) -> str:
         return f"DockerSession({self.name!r}, task_id={self.task_id!r})"
@@ -92,7 +91,7 @@ class DockerSession(EnvironmentSession):
     def _closed_error(self) -> InfrastructureError:
         return InfrastructureError(f"the container of task {self.task_id!r} is closed")
 
-    def _shutdown(self) -> None:
+    def shutdown(self) -> None:
         """Refuse further use and forget pending writes: the container is going away."""
         self.closed = True
         self._writes.shutdown()
@@ -100,7 +99,7 @@ class DockerSession(EnvironmentSession):
     # -- what happened to the container (worker threads) -----------------------------------------------
 
     def _gone_error(self, what: str, settle: float = 0.0) -> InfrastructureError | None:
-        reason = self.provider.containers.gone_reason(self.container_id, settle=settle, autoremove=self.autoremove)
+        reason = self.host.containers.gone_reason(self.container_id, settle=settle, autoremove=self.autoremove)
         if reason is None:
             return None
         return InfrastructureError(f"the container {self.name} of task {self.task_id!r} {reason} during {what}")
@@ -239,17 +238,7 @@ class DockerSession(EnvironmentSession):
         return exec_result(output, timed_out=timed_out, docker_rc=docker_rc, memory=self.memory)
 
     async def read_bytes(self, path: str) -> bytes:
-        target = self.path(path)
-        writes, landed = await self._writes.take()
-        try:
-            out, err, rc = await self.engine.call(
-                self._capture, ["sh", "-c", _scripts.READ, "ac-read", *writes, target], None, "read_bytes"
-            )
-        finally:
-            self._writes.resolve(landed)
-        if rc:
-            raise file_error(target, err)
-        return out
+        return await self._file("read", self.path(path))
 
     async def write_bytes(self, path: str, data: bytes) -> None:
         target = self.path(path)
@@ -257,40 +246,33 @@ class DockerSession(EnvironmentSession):
         if self._writes.accepts(data):
             await self._writes.add(target, data)  # rides along with the session's next call
             return
-        await self._write_now(target, data)
-
-    async def _write_now(self, target: str, data: bytes) -> None:
-        """A write too large to batch (the pending small writes go first): one ``docker exec``."""
-        writes, landed = await self._writes.take()
-        try:
-            await self.engine.call(
-                self._stdin, ["sh", "-c", _scripts.WRITE, "ac-write", *writes, target], data, "write_bytes"
-            )
-        finally:
-            self._writes.resolve(landed)
+        await self._file("write", target, data)  # too large to batch: on its own (the pending writes first)
 
     async def upload(self, local_path: str | Path, path: str) -> None:
-        target = self.path(path)
-        directory, data = await asyncio.to_thread(tar_for_upload, Path(local_path), target)
-        writes, landed = await self._writes.take()
-        try:
-            await self.engine.call(
-                self._stdin, ["sh", "-c", _scripts.UNTAR, "ac-upload", *writes, directory], data, "upload"
-            )
-        finally:
-            self._writes.resolve(landed)
+        directory, data = await asyncio.to_thread(tar_for_upload, Path(local_path), self.path(path))
+        await self._file("untar", directory, data)
 
     async def download(self, path: str, local_path: str | Path) -> None:
         target = self.path(path)
         if target == "/":
             raise ValueError("cannot download the container's root directory")
+        data = await self._file("tar", target)
+        await asyncio.to_thread(extract_download, data, posixpath.basename(target), Path(local_path))
+
+    async def _file(self, op: str, target: str, data: bytes | None = None) -> bytes:
+        """One file operation (:data:`FILE_OPS`) on ``target``, after the session's pending small writes: a
+        ``docker exec`` of its script, with ``data`` on its stdin. Its output; a failure is the ``OSError`` it
+        stands for."""
+        script, program = _FILE_SCRIPTS[op]
+        argv = ["sh", "-c", script, program]
         writes, landed = await self._writes.take()
         try:
-            out, err, rc = await self.engine.call(
-                self._capture, ["sh", "-c", _scripts.TAR_OUT, "ac-download", *writes, target], None, "download"
-            )
+            if data is not None:
+                await self.engine.call(self._stdin, [*argv, *writes, target], data, FILE_OPS[op])
+                return b""
+            out, err, rc = await self.engine.call(self._capture, [*argv, *writes, target], None, FILE_OPS[op])
         finally:
             self._writes.resolve(landed)
         if rc:
             raise file_error(target, err)
-        await asyncio.to_thread(extract_download, out, posixpath.basename(target), Path(local_path))
+        return out
