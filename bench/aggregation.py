@@ -78,7 +78,7 @@ def child_aggregate(tasks: int, trials: int) -> None:
 
 
 def child_compare(a: str, b: str) -> None:
-    from agentcompass.runtime.comparison import compare, load_run
+    from agentcompass.results.comparison import compare, load_run
 
     started = time.perf_counter()
     comparison = compare(load_run(Path(a)), load_run(Path(b)), by_category=True)

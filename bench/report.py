@@ -31,7 +31,7 @@ from agentcompass.results.run_dir import RunDirectory
 from agentcompass.results.summary import build_run_info, build_summary
 from agentcompass.runtime import RunRequest, RunResult, TaskSpec, TaskStatus
 from agentcompass.runtime.metrics import make_metric_contract
-from agentcompass.runtime.providers import Redactor
+from agentcompass.runtime.model_providers import Redactor
 from agentcompass.runtime.records import RunPlan
 
 ROOT = Path(__file__).resolve().parent.parent

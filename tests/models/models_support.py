@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 
 import pytest
 from agentcompass import hookimpl
-from agentcompass.models.settings import ProviderSettings
 from agentcompass.plugins import PluginHost, load_plugins
 from agentcompass.runner import Runner, RunOutcome
 from agentcompass.runtime import (
@@ -29,6 +28,7 @@ from agentcompass.runtime import (
     TaskStatus,
 )
 from agentcompass.runtime.metrics import make_metric_contract
+from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass_models import http as models_http
 from agentcompass_models.fake_server import FakeModelServer
 
@@ -43,7 +43,7 @@ def _no_host_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
                  "AGENTCOMPASS_PRICES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("AGENTCOMPASS_CREDENTIALS", raising=False)
-    monkeypatch.setattr("agentcompass.models.settings.DEFAULT_CREDENTIALS", tmp_path / "no-credentials.toml")
+    monkeypatch.setattr("agentcompass.runtime.model_providers.DEFAULT_CREDENTIALS", tmp_path / "no-credentials.toml")
     monkeypatch.setattr(models_http, "BACKOFF_BASE", 0.01)
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from agentcompass.errors import UsageError
-from agentcompass.models.settings import ProviderSettings
+from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass.runtime.models import ModelError
 from agentcompass_models.anthropic import from_anthropic, make_anthropic, to_anthropic
 from agentcompass_models.fake_server import FakeModelServer

@@ -10,7 +10,7 @@ import time
 import aiohttp
 import pytest
 from agentcompass.errors import UsageError
-from agentcompass.models.settings import ProviderSettings
+from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass.runtime.models import ModelError
 from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.openai import make_openai, make_openai_compatible

@@ -12,8 +12,8 @@ from agentcompass.errors import UsageError
 from agentcompass.models.budget import LimitReached, RunBudget, RunStopped
 from agentcompass.models.metering import TaskMeter
 from agentcompass.models.prices import Price, PriceTable
-from agentcompass.models.settings import parse_value, settings_from_request
 from agentcompass.runtime import RunRequest, RunResult, TaskStatus
+from agentcompass.runtime.model_providers import parse_value, settings_from_request
 
 
 def test_builtin_prices_and_prefix_lookup() -> None:

@@ -11,8 +11,8 @@ import pytest
 from agentcompass.errors import UsageError
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
-from agentcompass.models.settings import ProviderSettings
 from agentcompass.runtime import RunRequest
+from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.openai import make_openai_compatible
 

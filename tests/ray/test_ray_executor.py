@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentcompass.testing.models import LoopbackOpenAI, mock_responder
+from agentcompass.testing.scripted_models import LoopbackOpenAI, mock_responder
 
 from tests.docker.engine_check import require_engine
 from tests.ray.cluster import LocalCluster

@@ -17,7 +17,7 @@ from agentcompass.runner import Runner
 from agentcompass.runtime import RunRequest
 from agentcompass.runtime.executor import AttemptSource, ExecutionContext, Executor
 from agentcompass.runtime.remote import AttemptWorker, scrub_request
-from agentcompass.testing.models import LoopbackOpenAI
+from agentcompass.testing.scripted_models import LoopbackOpenAI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -129,7 +129,7 @@ async def test_the_multiplexed_gateway_checks_every_token_and_stops_with_sockets
     from agentcompass.models.gateway_client import GatewayClient, GatewayPool
     from agentcompass.models.metering import TaskMeter
     from agentcompass.runtime import ModelEndpoint, ModelError
-    from agentcompass.testing.models import ScriptedModel, text
+    from agentcompass.testing.scripted_models import ScriptedModel, text
 
     gateway = ModelGateway({"agent": "scripted"})
     await gateway.start()

@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from agentcompass.runtime.providers import Redactor
+from agentcompass.runtime.model_providers import Redactor
 from agentcompass_report.compare import compare
 from agentcompass_report.conversation import Caps, conversation
 from agentcompass_report.page import json_for_html, render

@@ -17,7 +17,6 @@ Why one module past 300 lines: it is one state machine, and its phases read top 
 from __future__ import annotations
 
 import asyncio
-import enum
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,57 +27,46 @@ from typing import Any, TypeVar
 import attrs
 
 from agentcompass.errors import InfrastructureError, describe
+from agentcompass.models.access import ModelAccess
 from agentcompass.models.metering import MeteredModel, TaskMeter
-from agentcompass.runtime.benchmark import HarnessFreeBenchmark
-from agentcompass.runtime.environment import EnvironmentSession
-from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, ExecutionContext, Rescore
+from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
+from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
+from agentcompass.runtime.harness import BaseHarness
 from agentcompass.runtime.models import ModelError
-from agentcompass.runtime.types import ExecutionPlan, PreparedTask, RunResult, TaskSpec, TaskStatus
+from agentcompass.runtime.phases import PHASE_NAMES, TRANSITIONS, IllegalTransition, Phase
+from agentcompass.runtime.types import ExecutionPlan, PreparedTask, RunRequest, RunResult, TaskSpec, TaskStatus
 from agentcompass.serialization import unstructure
 
 T = TypeVar("T")
 
-#: Seconds allowed per phase unless the request says otherwise (``run`` comes from ``--timeout``).
-DEFAULT_TIMEOUTS: dict[str, float | None] = {
-    "environment": 300.0,
-    "prepare": 600.0,
-    "run": 3600.0,
-    "collect": 300.0,
-    "evaluate": 600.0,
-    "close": 60.0,
-}
 
+@attrs.define
+class AttemptContext:
+    """The live side of a run that every attempt in this process uses.
 
-class Phase(enum.Enum):
-    PENDING = "PENDING"
-    PREPARING = "PREPARING"
-    RUNNING = "RUNNING"
-    COLLECTING = "COLLECTING"
-    EVALUATING = "EVALUATING"
-    FINISHED = "FINISHED"
+    :param request: the run's request.
+    :param benchmark: the benchmark instance.
+    :param harness: the harness instance, or ``None`` when the benchmark drives its own loop.
+    :param provider: the environment provider.
+    :param models: grants each attempt its model clients and gateway endpoints.
+    :param artifacts_root: ``(task_id, trial, attempt) -> directory`` for ``plan.artifacts_dir``.
+    :param environment_slots: bounds live environments (``--max-environments``), or ``None``.
+    :param on_transition: called on every phase change ``(spec, previous, new)``.
+    """
 
-
-TRANSITIONS: dict[Phase, frozenset[Phase]] = {
-    # PENDING → EVALUATING: ``agentcompass evaluate`` scores a recorded result again, and runs nothing else.
-    Phase.PENDING: frozenset({Phase.PREPARING, Phase.EVALUATING, Phase.FINISHED}),
-    Phase.PREPARING: frozenset({Phase.RUNNING, Phase.FINISHED}),
-    Phase.RUNNING: frozenset({Phase.COLLECTING, Phase.FINISHED}),
-    Phase.COLLECTING: frozenset({Phase.EVALUATING, Phase.FINISHED}),
-    Phase.EVALUATING: frozenset({Phase.FINISHED}),
-    Phase.FINISHED: frozenset(),
-}
-
-#: How ``RunResult.error_phase`` names each phase.
-PHASE_NAMES: dict[Phase, str] = {
-    Phase.PREPARING: "prepare",
-    Phase.RUNNING: "run",
-    Phase.COLLECTING: "collect",
-    Phase.EVALUATING: "evaluate",
-}
-
-
-class IllegalTransition(RuntimeError):
-    """A transition the state machine does not allow: a bug in the runtime, never user error."""
+    request: RunRequest
+    benchmark: BaseBenchmark
+    harness: BaseHarness | None
+    provider: EnvironmentProvider
+    models: ModelAccess
+    artifacts_root: Callable[[str, int, int], Path]
+    environment_slots: asyncio.Semaphore | None = None
+    on_transition: Callable[[AttemptSpec, Phase, Phase], None] = lambda spec, prev, new: None
+    #: Where a re-scored attempt's recorded artifacts are: ``(task_id, trial, attempt) -> directory``.
+    source_artifacts: Callable[[str, int, int], Path] | None = None
+    #: Sessions open right now, closed by the runner's teardown if an attempt could not close them.
+    live_sessions: set[EnvironmentSession] = attrs.field(factory=set)
 
 
 @attrs.define
@@ -141,7 +129,7 @@ def _check_result(value: Any, task: TaskSpec, phase: str) -> RunResult:
 class TaskAttempt:
     """Runs one attempt of one task through the phases. Use :meth:`execute`."""
 
-    def __init__(self, ctx: ExecutionContext, spec: AttemptSpec) -> None:
+    def __init__(self, ctx: AttemptContext, spec: AttemptSpec) -> None:
         self.ctx, self.attempt_spec = ctx, spec
         self.task, self.attempt, self.spec, self.timeouts = spec.task, spec.attempt, spec.environment, spec.timeouts
         task, attempt = spec.task, spec.attempt
@@ -202,8 +190,9 @@ class TaskAttempt:
     async def execute(self) -> AttemptOutcome:
         ctx, task = self.ctx, self.task
         started = time.perf_counter()
-        clients, endpoints, revoke = ctx.models.grant(self.meter)
-        metered = {role: MeteredModel(c, role, self.meter) for role, c in clients.items()}
+        granted = ctx.models.grant(self.meter)
+        endpoints = granted.endpoints
+        metered = {role: MeteredModel(c, role, self.meter) for role, c in granted.clients.items()}
         spec = self.attempt_spec
         artifacts_dir = ctx.artifacts_root(task.task_id, spec.trial, self.attempt)
         plan = ExecutionPlan(
@@ -245,7 +234,7 @@ class TaskAttempt:
                 self.machine.advance(Phase.FINISHED)
             raise
         finally:
-            revoke()
+            granted.revoke()
             await self._close_all()
         self.timings["total"] = round(time.perf_counter() - started, 6)
         result = replace(

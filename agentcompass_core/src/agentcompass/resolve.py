@@ -13,7 +13,6 @@ from typing import Any
 import attrs
 
 from agentcompass.errors import AgentCompassError, PluginError, UsageError, describe
-from agentcompass.lifecycle import DEFAULT_TIMEOUTS
 from agentcompass.models.roles import role_models
 from agentcompass.plugins import PluginHost
 from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
@@ -21,6 +20,7 @@ from agentcompass.runtime.environment import EnvironmentProvider
 from agentcompass.runtime.executor import Executor
 from agentcompass.runtime.harness import BaseHarness
 from agentcompass.runtime.metrics import MetricContract
+from agentcompass.runtime.phases import DEFAULT_TIMEOUTS
 from agentcompass.runtime.seeds import SEED_LIMIT
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
 

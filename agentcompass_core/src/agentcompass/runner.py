@@ -31,6 +31,7 @@ import attrs
 
 from agentcompass.attempts import AttemptQueue, ResultCallback
 from agentcompass.errors import ResultsError, RunInterrupted, UsageError
+from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
 from agentcompass.logging import make_run_logger
@@ -51,11 +52,11 @@ from agentcompass.resolve import (
 from agentcompass.results.run_dir import LOGS, RunDirectory
 from agentcompass.results.summary import build_run_info, build_summary, contract_json
 from agentcompass.runtime.environment import EnvironmentDemand
-from agentcompass.runtime.executor import AttemptSpec, ExecutionContext
+from agentcompass.runtime.executor import AttemptSpec
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.records import RunInfo, RunPlan, RunSummary, TaskEvent
-from agentcompass.runtime.remote import scrub_request
+from agentcompass.runtime.remote_attempts import scrub_request
 from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
 
@@ -231,7 +232,7 @@ class Runner:
             gateway = ModelGateway(model_ids(req), run_id=req.run_id, host=req.gateway_host)
             remote = resolved.executor.remote  # environments open on the workers, not here
             access: GatewayModelAccess | None = None
-            context: ExecutionContext | None = None
+            context: InProcessContext | None = None
             try:
                 await gateway.start()
                 if not is_loopback(req.gateway_host):
@@ -251,7 +252,7 @@ class Runner:
                     )
                 access = GatewayModelAccess(clients, gateway, base_url, request=req)
                 access.budget.add_cost(spent_usd(finished.values()))  # a resume carries what was spent
-                context = ExecutionContext(
+                context = InProcessContext(
                     request=req, benchmark=resolved.benchmark, harness=resolved.harness, provider=provider,
                     models=access, artifacts_root=store.artifacts_dir,
                     environment_slots=asyncio.Semaphore(req.max_environments) if req.max_environments else None,

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
 from agentcompass.exit_codes import ExitCode
 
@@ -32,7 +33,6 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
     """
     import asyncio
 
-    from agentcompass.cli.main import emit_json, plugin_host
     from agentcompass.cli.progress import Progress
     from agentcompass.cli.render import summary_text
     from agentcompass.runner import Runner
@@ -61,9 +61,8 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
 @click.option("--json", "as_json", is_flag=True)
 def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool) -> None:
     """Compare RUN_B [RUN_C ...] against the baseline RUN_A on the tasks they share: paired differences."""
-    from agentcompass.cli.main import emit_json
     from agentcompass.cli.render import comparison_text
-    from agentcompass.runtime.comparison import compare, load_run
+    from agentcompass.results.comparison import compare, load_run
     from agentcompass.serialization import unstructure
 
     if len(runs) < 2:

@@ -6,31 +6,18 @@ Heavy modules (runner, gateway, rich) are imported inside the commands that need
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from agentcompass import __version__
+from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
 from agentcompass.cli.evaluate import compare_command, evaluate_command
 from agentcompass.cli.run import run_command
 from agentcompass.exit_codes import ExitCode
-from agentcompass.plugins import PluginHost, load_plugins
-
-
-def plugin_host(ctx: click.Context, include_skipped: bool = False) -> PluginHost:
-    """The plugins: the host in ``obj`` (loaded by :func:`main`, or passed by tests), else the installed ones."""
-    obj = ctx.find_root().obj
-    if isinstance(obj, dict) and obj.get("plugin_host") is not None and not (include_skipped and obj.get("loaded")):
-        return obj["plugin_host"]
-    return load_plugins(include_skipped=include_skipped)
-
-
-def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+from agentcompass.plugins import load_plugins
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

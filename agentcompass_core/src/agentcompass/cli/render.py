@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
 
 if TYPE_CHECKING:
-    from agentcompass.runtime.comparison import Comparison
+    from agentcompass.results.comparison import Comparison
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
 from agentcompass.exit_codes import ExitCode
 from agentcompass.runtime.types import RunRequest
@@ -149,7 +150,6 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     """
     import asyncio
 
-    from agentcompass.cli.main import emit_json, plugin_host
     from agentcompass.cli.progress import Progress
     from agentcompass.runner import Runner
 

@@ -2,24 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from agentcompass.models.metering import TaskMeter
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.types import ModelEndpoint
 
 
-class ModelAccess:
-    """Issues a task attempt its model clients (in-process) and endpoints (through the gateway).
+def _nothing_to_revoke() -> None:
+    return None
 
-    This base grants nothing; the runner uses :class:`~agentcompass.models.roles.GatewayModelAccess`.
+
+@dataclass(frozen=True)
+class ModelGrant:
+    """What one attempt was granted.
+
+    :param clients: the in-process model clients by role (``plan.models``).
+    :param endpoints: the gateway endpoints by role (``plan.model_endpoints``).
+    :param revoke: ends both: called once, when the attempt ends.
     """
 
-    def grant(self, meter: TaskMeter) -> tuple[dict[str, ModelClient], dict[str, ModelEndpoint], Callable[[], None]]:
-        """The attempt's clients by role, its endpoints by role, and a function that revokes both."""
-        return {}, {}, lambda: None
+    clients: Mapping[str, ModelClient] = field(default_factory=dict)
+    endpoints: Mapping[str, ModelEndpoint] = field(default_factory=dict)
+    revoke: Callable[[], None] = _nothing_to_revoke
+
+
+class ModelAccess(Protocol):
+    """Issues a task attempt its model clients (in-process) and endpoints (through the gateway).
+
+    The runner uses :class:`~agentcompass.models.roles.GatewayModelAccess`; a remote worker relays to the head's
+    gateway (:mod:`agentcompass.remote_worker`).
+    """
+
+    def grant(self, meter: TaskMeter) -> ModelGrant:
+        """The attempt's clients and endpoints by role, and how to revoke both."""
+        ...
 
     @property
     def stop_reason(self) -> str | None:
         """Why no further task should start (a spent budget, rejected credentials), or None."""
-        return None
+        ...

@@ -6,21 +6,21 @@ The model under test is the ``agent`` role; a benchmark may also need ``user`` (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from agentcompass.errors import UsageError
-from agentcompass.models.access import ModelAccess
+from agentcompass.models.access import ModelGrant
 from agentcompass.models.budget import RunBudget
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
 from agentcompass.models.prices import Price, PriceTable
-from agentcompass.models.settings import settings_from_request
 from agentcompass.plugins import PluginHost
+from agentcompass.runtime.model_providers import settings_from_request
 from agentcompass.runtime.models import ModelClient
-from agentcompass.runtime.types import ModelEndpoint, RunRequest
+from agentcompass.runtime.types import RunRequest
 
 ROLES = ("agent", "user", "judge")
 
@@ -97,7 +97,7 @@ def model_ids(req: RunRequest) -> dict[str, str]:
 
 
 @attrs.define
-class GatewayModelAccess(ModelAccess):
+class GatewayModelAccess:
     """Grants each task attempt the run's role clients, in process and through the gateway."""
 
     clients: Mapping[str, ModelClient]
@@ -120,14 +120,12 @@ class GatewayModelAccess(ModelAccess):
         """Why the run stopped scheduling tasks (a budget or a fatal model error), or None."""
         return self.budget.stop_reason
 
-    def grant(
-        self, meter: TaskMeter
-    ) -> tuple[dict[str, ModelClient], dict[str, ModelEndpoint], Callable[[], None]]:
+    def grant(self, meter: TaskMeter) -> ModelGrant:
         meter.budget = self.budget
         meter.max_tokens = self.budget.max_tokens_per_task
         meter.prices = dict(self.prices)
         token, endpoints = self.gateway.grant(self.clients, meter, self.base_url)
-        return dict(self.clients), endpoints, lambda: self.gateway.revoke(token)
+        return ModelGrant(dict(self.clients), endpoints, lambda: self.gateway.revoke(token))
 
 
 def spent_usd(results: Any) -> float:

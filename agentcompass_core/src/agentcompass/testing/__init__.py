@@ -32,16 +32,6 @@ from agentcompass.testing.environment_checks import (
     check_paths_confined,
 )
 from agentcompass.testing.host import host_workdir
-from agentcompass.testing.models import (
-    DEFAULT_API_KEY,
-    LoopbackOpenAI,
-    Responder,
-    ScriptedModel,
-    mock_responder,
-    scripted,
-    text,
-    tool_call,
-)
 from agentcompass.testing.runs import (
     FunctionHarness,
     KitRun,
@@ -50,6 +40,16 @@ from agentcompass.testing.runs import (
     registered,
     result_from_record,
     run_benchmark,
+)
+from agentcompass.testing.scripted_models import (
+    DEFAULT_API_KEY,
+    LoopbackOpenAI,
+    Responder,
+    ScriptedModel,
+    mock_responder,
+    scripted,
+    text,
+    tool_call,
 )
 from agentcompass.testing.sessions import (
     EnvironmentSessions,

@@ -74,7 +74,7 @@ def agentcompass_run(agentcompass_host: Any, tmp_path: Path) -> Callable[..., Aw
 @pytest.fixture
 def agentcompass_openai() -> Iterator[Any]:
     """A started loopback OpenAI-compatible server answering like the ``mock`` model (set ``.responder``)."""
-    from agentcompass.testing.models import LoopbackOpenAI
+    from agentcompass.testing.scripted_models import LoopbackOpenAI
 
     with LoopbackOpenAI() as server:
         yield server

@@ -133,7 +133,7 @@ def _as_factory(kind: str, obj: Any) -> tuple[str, Callable[..., Any]]:
         if isinstance(obj, type) and issubclass(obj, EnvironmentProvider):
             return obj.name, obj
     elif kind == "model":
-        from agentcompass.testing.models import ScriptedModel
+        from agentcompass.testing.scripted_models import ScriptedModel
 
         client = obj if isinstance(obj, ModelClient) else ScriptedModel(obj) if callable(obj) else None
         if client is not None:

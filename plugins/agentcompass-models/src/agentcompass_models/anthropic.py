@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
+from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
 from agentcompass.runtime.models import ChatResponse, Usage
-from agentcompass.runtime.providers import ProviderSettings, load_credentials
 
 from agentcompass_models.http import HTTPModelClient
 from agentcompass_models.openai import generation_params

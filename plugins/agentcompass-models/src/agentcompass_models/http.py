@@ -39,8 +39,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from agentcompass.errors import UsageError, describe
+from agentcompass.runtime.model_providers import MASK, MIN_SECRET_LENGTH, ProviderSettings, Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
-from agentcompass.runtime.providers import MASK, MIN_SECRET_LENGTH, ProviderSettings, Redactor
 
 #: Backoff: the n-th retry waits uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n)) seconds.
 BACKOFF_BASE = 0.5

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
+from agentcompass.runtime.model_providers import ProviderSettings, load_credentials, parse_value
 from agentcompass.runtime.models import ChatResponse, ModelError, Usage
-from agentcompass.runtime.providers import ProviderSettings, load_credentials, parse_value
 
 from agentcompass_models.http import HTTPModelClient
 

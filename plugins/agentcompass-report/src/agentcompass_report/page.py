@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-from agentcompass.runtime.providers import Redactor
+from agentcompass.runtime.model_providers import Redactor
 
 Mode = Literal["report", "view"]
 

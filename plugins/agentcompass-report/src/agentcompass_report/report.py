@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentcompass.runtime.providers import Redactor
+from agentcompass.runtime.model_providers import Redactor
 
 from agentcompass_report.compare import comparisons
 from agentcompass_report.conversation import REPORT_CAPS, Caps

@@ -2,7 +2,7 @@
 
 A run directory is already masked when written: the runner registers every model client's ``secrets`` (the
 provider's API key, from its environment variable or the credentials file, and credentials in a base URL) with
-its :class:`~agentcompass.runtime.providers.Redactor`. The page masks once more, with the secrets *this* machine
+its :class:`~agentcompass.runtime.model_providers.Redactor`. The page masks once more, with the secrets *this* machine
 knows, so a run written elsewhere (or before a key was known) does not show one:
 
 * the value of every environment variable whose name marks a credential (``*_API_KEY``, ``*_TOKEN``,
@@ -12,7 +12,7 @@ knows, so a run written elsewhere (or before a key was known) does not show one:
 * credentials inside the run's ``--model-base-url`` (``https://user:pass@host``);
 * values given with ``--secret``.
 
-What is guaranteed: no value of those (at least :data:`~agentcompass.runtime.providers.MIN_SECRET_LENGTH`
+What is guaranteed: no value of those (at least :data:`~agentcompass.runtime.model_providers.MIN_SECRET_LENGTH`
 characters long), nor its JSON, URL or base64 encodings, appears in the page or in what ``view`` serves.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentcompass.errors import UsageError
-from agentcompass.runtime.providers import Redactor, load_credentials
+from agentcompass.runtime.model_providers import Redactor, load_credentials
 
 _CREDENTIAL_NAME = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|PASSWORD|ACCESS_KEY)$", re.IGNORECASE)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 from agentcompass.errors import UsageError
-from agentcompass.runtime.providers import Redactor
+from agentcompass.runtime.model_providers import Redactor
 from aiohttp import web
 
 from agentcompass_report.compare import comparisons

@@ -1,8 +1,11 @@
-"""Connection settings the runtime hands to model providers, and the credentials config file.
+r"""The public API for model-provider plugins: the settings every factory receives, credentials, option values.
 
-Every provider factory receives a :class:`ProviderSettings` built from the run request (``--model-base-url``,
-``--model-api-key-env``, ``--max-retries``, ``--max-connections``, ``--request-timeout``) as its ``settings``
-keyword, beside the model name and the ``--model-arg``s (public as :mod:`agentcompass.runtime.providers`).
+A provider factory (``register_models``) is called as ``factory(name, settings=settings, **options)`` with a
+:class:`ProviderSettings` built from the run request (``--model-base-url``, ``--model-api-key-env``,
+``--max-retries``, ``--max-connections``, ``--request-timeout``), beside the model name and the
+``--model-arg``\ s. The client it returns (a :class:`~agentcompass.runtime.models.ModelClient`) lists the values
+to mask in ``ModelClient.secrets``, and may mask its own messages with a :class:`Redactor` (the one the runtime
+uses: a secret's encodings and the pieces of it a cut leaves are masked too).
 
 Credentials never travel in the request: providers read them from environment variables or from the
 credentials file (``$AGENTCOMPASS_CREDENTIALS``, default ``~/.config/agentcompass/credentials.toml``)::
@@ -33,7 +36,13 @@ from typing import Any
 import attrs
 
 from agentcompass.errors import UsageError
+from agentcompass.redaction import MASK, MIN_SECRET_LENGTH, Redactor
+from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
 from agentcompass.runtime.types import RunRequest
+
+__all__ = ["CREDENTIALS_ENV", "DEFAULT_CREDENTIALS", "MASK", "MIN_SECRET_LENGTH", "ChatResponse", "ModelClient",
+           "ModelError", "ProviderSettings", "Redactor", "Usage", "load_credentials", "parse_value",
+           "settings_from_request"]
 
 CREDENTIALS_ENV = "AGENTCOMPASS_CREDENTIALS"
 DEFAULT_CREDENTIALS = Path("~/.config/agentcompass/credentials.toml")

@@ -1,0 +1,109 @@
+"""The engine's side of the executor seam: the context executors run attempts through.
+
+:class:`InProcessContext` implements :class:`agentcompass.runtime.executor.ExecutionContext`: it runs an attempt
+through the lifecycle in this process, or grants it its models for a worker elsewhere (:class:`HeadGrant`),
+keeping the meter, the artifacts and the phase changes on this side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import attrs
+
+from agentcompass.lifecycle import AttemptContext, TaskAttempt
+from agentcompass.models.metering import TaskMeter
+from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec
+from agentcompass.runtime.phases import Phase
+from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteOutcome, pack_dir, scrub_request, unpack_dir
+from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
+from agentcompass.serialization import unstructure
+
+
+@attrs.define
+class InProcessContext(AttemptContext):
+    """The live side of a run, for executors: attempts run here through the lifecycle, or are granted their
+    models for a worker elsewhere."""
+
+    #: Where the run's model gateway listens (``--gateway-host``) and its port, for remote workers.
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 0
+    #: The run's provider secrets: masked out of whatever a remote executor sends elsewhere.
+    secrets: frozenset[str] = frozenset()
+
+    async def run_attempt(self, spec: AttemptSpec) -> AttemptOutcome:
+        return await TaskAttempt(self, spec).execute()
+
+    def grant_remote(self, spec: AttemptSpec, gateway_url: str) -> HeadGrant:
+        meter = TaskMeter(spec.task.task_id, spec.attempt, seed=spec.seed)
+        granted = self.models.grant(meter)
+        remote_endpoints = {role: replace(e, base_url=gateway_url) for role, e in granted.endpoints.items()}
+        source = None
+        if spec.rescore is not None and self.source_artifacts is not None:
+            recorded = spec.rescore.result
+            source = pack_dir(self.source_artifacts(spec.task.task_id, recorded.trial, recorded.attempt))
+        sent = replace(spec, request=_scrubbed(spec.request, self.secrets), gateway_env={})
+        return HeadGrant(self, spec, RemoteAttempt(sent, remote_endpoints, source), meter, granted.revoke)
+
+
+@attrs.define
+class HeadGrant:
+    """One attempt granted its models for a worker elsewhere (a :class:`~agentcompass.runtime.remote_attempts.
+    RemoteGrant`). Call :meth:`finish` or :meth:`fail` once."""
+
+    context: AttemptContext
+    spec: AttemptSpec
+    attempt: RemoteAttempt
+    meter: TaskMeter
+    _revoke: Callable[[], None]
+
+    def finish(self, remote: RemoteOutcome) -> AttemptOutcome:
+        self._revoke()
+        spec, outcome = self.spec, remote.outcome
+        unpack_dir(remote.artifacts, self.context.artifacts_root(spec.task.task_id, spec.trial, spec.attempt))
+        for previous, new in remote.transitions:
+            self.context.on_transition(spec, Phase(previous), Phase(new))
+        meter = self.meter
+        result = outcome.result
+        if meter.limit_reached and result.status is not TaskStatus.LIMIT_REACHED:
+            result = replace(result, status=TaskStatus.LIMIT_REACHED, error=meter.limit_reached,
+                             error_phase="run", metrics={})
+        elif meter.fatal_error and result.status is TaskStatus.RUN_ERROR:
+            result = replace(result, error=f"model call failed: {meter.fatal_error}")
+        retryable = outcome.retryable and not (meter.limit_reached or meter.fatal_error)
+        return AttemptOutcome(self._metered(result), retryable, self._trajectory(), outcome.prepared)
+
+    def fail(self, message: str, *, retryable: bool = True) -> AttemptOutcome:
+        self._revoke()
+        spec = self.spec
+        result = RunResult(task_id=spec.task.task_id, category=spec.task.category, status=TaskStatus.RUN_ERROR,
+                           error=message, error_phase="run")
+        return AttemptOutcome(self._metered(result), retryable, self._trajectory(), None)
+
+    def revoke(self) -> None:
+        self._revoke()
+
+    def _metered(self, result: RunResult) -> RunResult:
+        usage = {k: v for k, v in result.usage.items() if k != "models"}
+        if self.meter.calls:
+            usage["models"] = self.meter.totals()
+        spec = self.spec
+        return replace(result, usage=usage, attempt=spec.attempt, trial=spec.trial, seed=spec.seed)
+
+    def _trajectory(self) -> tuple[dict[str, Any], ...]:
+        return tuple(unstructure(c) for c in self.meter.calls)
+
+
+_last_scrubbed: list[tuple[RunRequest, frozenset[str], RunRequest]] = []
+
+
+def _scrubbed(req: RunRequest, secrets: frozenset[str]) -> RunRequest:
+    """:func:`scrub_request`, once per request (every attempt of a run carries the same one)."""
+    for original, given, scrubbed in _last_scrubbed:
+        if original is req and given == secrets:
+            return scrubbed
+    scrubbed = scrub_request(req, secrets)
+    _last_scrubbed[:] = [(req, secrets, scrubbed)]
+    return scrubbed

@@ -1,0 +1,127 @@
+"""``agentcompass results compare``: is run B really better than run A, or is the difference noise?
+
+On the tasks the runs share, per metric: each run's mean over those tasks with its clustered 95% interval, and
+the **paired difference** B - A. Pairing is by task: each task's value is its mean over the run's trials
+(errored trials count as 0), ``d_i = b_i - a_i``, and the difference's standard error is the standard error of
+the mean of the ``d_i`` (``sqrt(var(d) / n)``, sample variance), so the trials of a task stay one cluster. The
+95% interval is ``mean(d) ± 1.96 · SE``. Tasks where B is better, worse or equal are counted from the ``d_i``.
+
+Public API: plugins that show comparisons (the report) call :func:`load_run` and :func:`compare`, so every view
+of a comparison gives the numbers ``results compare`` prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentcompass.errors import UsageError
+from agentcompass.results.run_dir import RunDirectory
+from agentcompass.runtime.records import RunInfo
+from agentcompass.runtime.statistics import Z95, clustered_stderr, confidence_interval
+
+
+@dataclass(frozen=True)
+class RunSide:
+    """One run's mean over the shared tasks, with its clustered interval."""
+
+    run_id: str
+    mean: float
+    stderr: float | None
+    ci95: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    metric: str
+    category: str | None
+    n_tasks: int
+    a: RunSide
+    b: RunSide
+    difference: float
+    stderr: float | None
+    ci95: tuple[float, float] | None
+    b_better: int
+    b_worse: int
+    equal: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Run ``b`` against the baseline ``a``."""
+
+    a: str
+    b: str
+    benchmark: str
+    n_shared_tasks: int
+    metrics: tuple[MetricComparison, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A finished (or partly finished) run directory's final scores, read for comparing."""
+
+    path: Path
+    info: RunInfo
+    scalars: tuple[str, ...]
+    #: Per task: its category and the value of every scalar in each of its trials (errors as 0).
+    tasks: Mapping[str, tuple[str | None, Mapping[str, list[float]]]]
+
+
+def load_run(path: Path) -> LoadedRun:
+    """Read ``path``'s run record and final scores; a :class:`~agentcompass.errors.UsageError` (or a results
+    error) naming the file when it is not a readable run directory."""
+    store = RunDirectory.open_existing(path)
+    info = store.read_run_info()
+    scalars = tuple(info.plan.metric_contract.get("scalar") or ())
+    tasks: dict[str, tuple[str | None, dict[str, list[float]]]] = {}
+    for (task_id, _), score in store.final_scores().items():
+        _, values = tasks.setdefault(task_id, (score.category, {name: [] for name in scalars}))
+        for name in scalars:
+            values[name].append(float(score.metrics.get(name, 0.0)) if score.completed else 0.0)
+    return LoadedRun(path, info, scalars, tasks)
+
+
+def _side(run: LoadedRun, name: str, tasks: Sequence[str]) -> RunSide:
+    clusters = [run.tasks[t][1][name] for t in tasks]
+    n = sum(len(c) for c in clusters)
+    mean = sum(sum(c) for c in clusters) / n
+    stderr = clustered_stderr(clusters)
+    return RunSide(run.info.run_id, mean, stderr, confidence_interval(mean, stderr))
+
+
+def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str], category: str | None
+                    ) -> MetricComparison:
+    diffs = []
+    for t in tasks:
+        va, vb = a.tasks[t][1][name], b.tasks[t][1][name]
+        diffs.append(sum(vb) / len(vb) - sum(va) / len(va))
+    n = len(diffs)
+    mean = sum(diffs) / n
+    stderr = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) if n > 1 else None
+    ci = (mean - Z95 * stderr, mean + Z95 * stderr) if stderr is not None else None
+    return MetricComparison(
+        metric=name, category=category, n_tasks=n, a=_side(a, name, tasks), b=_side(b, name, tasks),
+        difference=mean, stderr=stderr, ci95=ci, b_better=sum(d > 0 for d in diffs),
+        b_worse=sum(d < 0 for d in diffs), equal=sum(d == 0 for d in diffs),
+    )
+
+
+def compare(a: LoadedRun, b: LoadedRun, *, by_category: bool = False) -> Comparison:
+    """``b`` against ``a`` on their shared tasks; a UsageError when they cannot be compared."""
+    if a.info.request.benchmark != b.info.request.benchmark:
+        raise UsageError(f"{a.path} is a run of benchmark {a.info.request.benchmark!r} and {b.path} of "
+                         f"{b.info.request.benchmark!r}; compare runs of one benchmark")
+    shared = sorted(set(a.tasks) & set(b.tasks))
+    if not shared:
+        raise UsageError(f"{a.path} and {b.path} share no finished task; nothing to compare")
+    names = [n for n in a.scalars if n in b.scalars]
+    groups: list[tuple[str | None, list[str]]] = [(None, shared)]
+    if by_category:
+        categories = sorted({c for t in shared if (c := a.tasks[t][0]) is not None})
+        groups += [(c, [t for t in shared if a.tasks[t][0] == c]) for c in categories]
+    metrics = tuple(_compare_metric(a, b, name, tasks, category) for category, tasks in groups for name in names)
+    return Comparison(a=a.info.run_id, b=b.info.run_id, benchmark=a.info.request.benchmark,
+                      n_shared_tasks=len(shared), metrics=metrics)
