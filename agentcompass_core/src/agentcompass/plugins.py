@@ -71,6 +71,9 @@ class PluginRecord:
     hooks: list[str] = attrs.field(factory=list)
     registers: dict[str, list[str]] = attrs.field(factory=dict)
     error: str | None = None
+    #: Versions of what a plugin registers, by registered name, where its factory states one (a factory's
+    #: ``version`` attribute: e.g. the pinned version of an installed agent's harness).
+    versions: dict[str, str] = attrs.field(factory=dict)
 
 
 def _guarded(function: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:
@@ -128,6 +131,8 @@ class PluginHost:
             for kind in REGISTRATION_HOOKS
             if any(r.kind == kind for r in registrations)
         }
+        record.versions = {r.name: str(v) for r in registrations
+                           if isinstance(v := getattr(r.factory, "version", None), str) and v}
         return record
 
     def remove_plugin(self, name: str) -> None:

@@ -159,8 +159,11 @@ async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec
     return tasks
 
 
-def environment_specs(benchmark: BaseBenchmark, req: RunRequest, tasks: list[TaskSpec]) -> dict[str, EnvironmentSpec]:
-    """Each task's environment spec, known before any task starts (images are built from them)."""
+def environment_specs(
+    benchmark: BaseBenchmark, req: RunRequest, tasks: list[TaskSpec], harness: BaseHarness | None = None
+) -> dict[str, EnvironmentSpec]:
+    """Each task's environment spec, known before any task starts (images are built from them): the
+    benchmark's, as the harness derives it (:meth:`BaseHarness.environment_spec`)."""
     specs: dict[str, EnvironmentSpec] = {}
     for task in tasks:
         try:
@@ -171,6 +174,19 @@ def environment_specs(benchmark: BaseBenchmark, req: RunRequest, tasks: list[Tas
             ) from exc
         if not isinstance(spec, EnvironmentSpec):
             raise PluginError(f"benchmark {req.benchmark!r} returned {type(spec).__name__} as an EnvironmentSpec")
+        if harness is not None:
+            try:
+                derived = harness.environment_spec(spec, task, req)
+            except AgentCompassError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"harness {req.harness!r} cannot set up the environment of task {task.task_id!r}: "
+                    f"{describe(exc)}"
+                ) from exc
+            if not isinstance(derived, EnvironmentSpec):
+                raise PluginError(f"harness {req.harness!r} returned {type(derived).__name__} as an EnvironmentSpec")
+            spec = derived
         specs[task.task_id] = spec
     return specs
 

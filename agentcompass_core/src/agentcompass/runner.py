@@ -148,7 +148,7 @@ class Runner:
         tasks = await load_tasks(resolved.benchmark, req)
         if source is not None:
             tasks = source.check(resolved.benchmark, tasks)
-        all_specs = environment_specs(resolved.benchmark, req, tasks)
+        all_specs = environment_specs(resolved.benchmark, req, tasks, resolved.harness)
         clients = build_clients(self.host, req)
         executor = resolved.executor
         try:

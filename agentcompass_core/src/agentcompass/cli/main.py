@@ -55,7 +55,10 @@ def plugins_list(ctx: click.Context, as_json: bool, show_all: bool) -> None:
 
     rows = []
     for r in records:
-        provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in r.registers.items())
+        provides = "; ".join(
+            f"{k}: {', '.join(f'{n} {r.versions[n]}' if n in r.versions else n for n in v)}"
+            for k, v in r.registers.items()
+        )
         state = f"ERROR: {r.error}" if r.error else provides or ("skipped" if not r.loaded else "-")
         rows.append([r.name, r.version or "-", state])
     click.echo(table(["plugin", "version", "provides"], rows))

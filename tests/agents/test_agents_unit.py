@@ -1,0 +1,187 @@
+"""The agents plugin without Docker: registration and pinned versions, options, the install recipe and the
+derived build contexts, the local-install check, and the mapping of each agent's own trajectory format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from agentcompass.errors import UsageError
+from agentcompass.runtime import EnvironmentSpec, RunRequest, TaskSpec
+from agentcompass_agents.agents.stream_json import summarize as stream_json_summary
+from agentcompass_agents.catalog import AGENTS
+from agentcompass_agents.install import Installer, recipe
+from agentcompass_agents.plugin import harness_class
+from click.testing import CliRunner
+
+TASK = TaskSpec(task_id="t1", data={"instruction": "do it"})
+
+
+def request(environment: str) -> RunRequest:
+    return RunRequest(benchmark="b", harness="h", model="m", environment=environment)
+
+
+def test_every_agent_is_a_harness_and_plugins_list_shows_its_pinned_version() -> None:
+    from agentcompass.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["plugins", "list"])
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if line.startswith("agents"))
+    for name, spec in AGENTS.items():
+        assert f"{name} {spec.version}" in line
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_options_are_checked(name: str) -> None:
+    cls = harness_class(name)
+    assert cls(version="1.2.3").version == "1.2.3"
+    assert cls().version == AGENTS[name].version
+    with pytest.raises(UsageError, match="unknown option"):
+        cls(bogus="1")
+    with pytest.raises(UsageError, match="not a version"):
+        cls(version="1; rm -rf /")
+    with pytest.raises(UsageError, match="positive"):
+        cls(timeout="-3")
+
+
+def test_local_needs_the_agent_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    harness = harness_class("opencode")()
+    with pytest.raises(UsageError, match=r"'opencode' is not on PATH.*--env docker"):
+        harness.environment_spec(EnvironmentSpec(), TASK, request("local"))
+    fake = tmp_path / "opencode"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    spec = EnvironmentSpec(image="x")
+    assert harness.environment_spec(spec, TASK, request("local")) is spec
+
+
+def test_the_recipe_shares_its_first_layers_between_agents() -> None:
+    node = recipe(AGENTS["opencode"], "1.0.0").splitlines()
+    other = recipe(AGENTS["claude-code"], "2.0.0").splitlines()
+    python = recipe(AGENTS["aider"], "0.1.0").splitlines()
+    shared = next(i for i, (a, b) in enumerate(zip(node, other, strict=False)) if a != b)
+    assert "COPY bundle.py" in "\n".join(node[:shared])  # everything up to the agent's own steps is shared
+    assert node[:shared] == python[:shared]
+    assert "install node /opt/agentcompass/agents/opencode-1.0.0 opencode-ai 1.0.0" in "\n".join(node)
+
+
+def test_bundle_tags_name_agent_version_and_recipe(tmp_path: Path) -> None:
+    installer = Installer(root=tmp_path, progress=None)
+    tag = installer.bundle_tag(AGENTS["aider"], "0.86.2")
+    assert tag.startswith("agentcompass-agent:aider-0.86.2-")
+    assert tag != installer.bundle_tag(AGENTS["aider"], "0.86.1")
+    assert tag == installer.bundle_tag(AGENTS["aider"], "0.86.2")
+
+
+def test_a_derived_image_copies_the_bundle_into_the_task_image(tmp_path: Path) -> None:
+    installer = Installer(root=tmp_path, progress=None)
+    spec = EnvironmentSpec(image="python:3.11-slim", network=False, memory="1g", workdir="/app")
+    derived = installer.derive(spec, AGENTS["codex"], "0.1.0", "agentcompass-agent:codex-x")
+    assert derived.build_context and (derived.network, derived.memory, derived.workdir) == (False, "1g", "/app")
+    dockerfile = (Path(derived.build_context) / "Dockerfile").read_text()
+    assert dockerfile.splitlines() == [
+        "FROM python:3.11-slim",
+        "COPY --from=agentcompass-agent:codex-x /opt/agentcompass/agents/codex-0.1.0 "
+        "/opt/agentcompass/agents/codex-0.1.0",
+    ]
+    # The same spec reuses the same context; another image gets its own.
+    assert installer.derive(spec, AGENTS["codex"], "0.1.0", "agentcompass-agent:codex-x") == derived
+    other = installer.derive(EnvironmentSpec(image="debian:12"), AGENTS["codex"], "0.1.0", "agentcompass-agent:codex-x")
+    assert other.build_context != derived.build_context
+
+
+def test_a_task_dockerfile_gets_the_copy_appended_with_its_context(tmp_path: Path) -> None:
+    context = tmp_path / "env"
+    context.mkdir()
+    (context / "Dockerfile").write_text("ARG BASE=python:3.11-slim\nFROM $BASE\nCOPY data.txt /data.txt\n")
+    (context / "data.txt").write_text("hello")
+    installer = Installer(root=tmp_path / "cache", progress=None)
+    derived = installer.derive(EnvironmentSpec(build_context=str(context)), AGENTS["aider"], "1", "agentcompass-agent:a")
+    built = Path(derived.build_context or "")
+    assert (built / "data.txt").read_text() == "hello"
+    text = (built / "Dockerfile").read_text()
+    assert text.startswith("ARG BASE=python:3.11-slim\nFROM $BASE\n")
+    assert text.rstrip().endswith("COPY --from=agentcompass-agent:a /opt/agentcompass/agents/aider-1 "
+                                  "/opt/agentcompass/agents/aider-1")
+    (context / "data.txt").write_text("changed")  # a changed context is a new derived context
+    again = installer.derive(EnvironmentSpec(build_context=str(context)), AGENTS["aider"], "1", "agentcompass-agent:a")
+    assert again.build_context != derived.build_context
+
+
+def test_stream_json_maps_the_final_message_turns_tools_and_usage() -> None:
+    lines = [
+        {"type": "system", "subtype": "init", "session_id": "s1"},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Let me look."},
+                                                      {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Done."}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "num_turns": 2, "result": "Done.",
+         "usage": {"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 7}, "total_cost_usd": 0.01},
+    ]
+    stdout = "noise\n" + "\n".join(json.dumps(x) for x in lines)
+    summary = stream_json_summary(stdout)
+    assert (summary.final_message, summary.turns, summary.tool_calls, summary.stop_reason) == (
+        "Done.", 2, 1, "success")
+    assert summary.tokens == {"prompt_tokens": 15, "completion_tokens": 7}
+    assert summary.extra == {"session_id": "s1", "agent_cost_usd": 0.01}
+
+
+def test_codex_and_opencode_events_map_too() -> None:
+    codex = harness_class("codex")()
+    events = [
+        {"type": "thread.started", "thread_id": "th"},
+        {"type": "item.completed", "item": {"type": "command_execution", "command": "ls"}},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "All done"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 3, "output_tokens": 4}},
+    ]
+    summary = codex.summarize("\n".join(json.dumps(e) for e in events), None)
+    assert (summary.final_message, summary.turns, summary.tool_calls) == ("All done", 1, 1)
+    assert summary.tokens == {"prompt_tokens": 3, "completion_tokens": 4}
+    opencode = harness_class("opencode")()
+    events = [
+        {"type": "tool_use", "sessionID": "ses", "part": {"tool": "bash"}},
+        {"type": "step_finish", "part": {"reason": "tool-calls", "tokens": {"input": 5, "output": 1}}},
+        {"type": "text", "part": {"text": "finished"}},
+        {"type": "step_finish", "part": {"reason": "stop", "tokens": {"input": 6, "output": 2}}},
+    ]
+    summary = opencode.summarize("\n".join(json.dumps(e) for e in events), None)
+    assert (summary.final_message, summary.turns, summary.tool_calls, summary.stop_reason) == (
+        "finished", 2, 1, "stop")
+    assert summary.tokens == {"prompt_tokens": 11, "completion_tokens": 3}
+
+
+class Probe:
+    """A session whose ``exec`` answers the image check's probes as a broken image would (a unit-level fake:
+    under docker an image without a shell cannot even start its container, so this path is checked here)."""
+
+    workdir = "/workspace"
+
+    def __init__(self, shell: object, runtime: tuple[int, str] = (0, ""), loader: int = 0) -> None:
+        self.shell, self.runtime, self.loader = shell, runtime, loader
+
+    async def exec(self, argv, *, timeout=None, env=None, cwd=None):  # type: ignore[no-untyped-def]
+        from agentcompass.runtime import ExecResult
+
+        if argv[0] == "/bin/sh" and argv[-1] == "exit 0":
+            if isinstance(self.shell, Exception):
+                raise self.shell
+            return ExecResult(int(self.shell), "", "sh: not found")  # type: ignore[call-overload]
+        if argv[0] == "/bin/sh":
+            return ExecResult(self.loader, "", "")
+        return ExecResult(self.runtime[0], "", self.runtime[1])
+
+
+@pytest.mark.parametrize(("probe", "says"), [
+    (Probe(FileNotFoundError("/bin/sh")), "no /bin/sh"),
+    (Probe(127), "no working /bin/sh"),
+    (Probe(0, (1, "node: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.28' not found")),
+     "glibc is older than the agent's node runtime needs (GLIBC_2.28 not found)"),
+    (Probe(0, (127, "not found"), loader=1), "no glibc: the dynamic loader /lib64/ld-linux-x86-64.so.2 is missing"),
+    (Probe(0, (1, "Illegal instruction")), "runtime does not start: Illegal instruction"),
+    (Probe(0), None),
+])
+async def test_the_image_check_names_what_is_missing(probe: Probe, says: str | None) -> None:
+    missing = await harness_class("opencode")()._check_image(probe)  # type: ignore[arg-type]
+    assert (missing is None) if says is None else (says in (missing or "")), missing
