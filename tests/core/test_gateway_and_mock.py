@@ -68,8 +68,12 @@ async def test_tokens_are_checked_and_end_with_the_attempt(gateway):
 async def test_bad_requests(gateway):
     token, _ = gateway.grant({"agent": MockModel()}, TaskMeter("t", 1), gateway.base_url)
     url = f"{gateway.base_url}/chat/completions"
-    status, text = await post(url, token, {"model": "gpt-5", "messages": []})
-    assert status == 404 and "unknown model 'gpt-5'" in text and "mock" in text
+    # A name no role has (the model a CLI asks for on its own) goes to the agent role.
+    status, text = await post(url, token, {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 200 and json.loads(text)["model"] == "mock"
+    judge_only, _ = gateway.grant({"user": MockModel()}, TaskMeter("t", 1), gateway.base_url)
+    status, text = await post(url, judge_only, {"model": "gpt-5", "messages": []})
+    assert status == 404 and "unknown model 'gpt-5'" in text
     assert (await post(url, token, None, raw="{not json"))[0] == 400
     assert (await post(url, token, {"model": "mock"}))[0] == 400
 

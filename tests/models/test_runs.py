@@ -163,7 +163,7 @@ async def test_gateway_routes_by_model_name_to_the_role(server: FakeModelServer)
                                 ("agent", "agent"), (MODEL, "agent")]:
                 assert await ask(model) == 200, model
                 assert meter.calls[-1].role == role
-            assert await ask("gpt-5") == 404
+            assert await ask("gpt-5") == 200 and meter.calls[-1].role == "agent"  # unknown names: the agent
             assert await ask("agent", "sk-not-a-token") == 401
             gateway.revoke(token)
             assert await ask("agent") == 401  # tokens end with their attempt
@@ -171,7 +171,7 @@ async def test_gateway_routes_by_model_name_to_the_role(server: FakeModelServer)
         await gateway.stop()
         await agent.aclose()
         await judge.aclose()
-    assert [r["body"]["model"] for r in server.requests] == ["judgey"] * 3 + [MODEL] * 2
+    assert [r["body"]["model"] for r in server.requests] == ["judgey"] * 3 + [MODEL] * 3
     assert all(r["key"] == API_KEY for r in server.requests)
 
 

@@ -1,12 +1,26 @@
-"""The run's model gateway: an OpenAI-compatible HTTP endpoint for code running inside environments.
+"""The run's model gateway: the model endpoints code running inside environments calls, in every vendor's
+protocol — OpenAI chat completions (``/v1/chat/completions``), Anthropic Messages (``/v1/messages``,
+``/v1/messages/count_tokens``), OpenAI Responses (``/v1/responses``) and ``GET /v1/models`` in both vendors'
+shapes — streamed or not.
 
 It listens on loopback TCP (or on the address ``--gateway-host`` names, for a remote executor's workers on
 other machines) and on a Unix socket (which isolated environments mount). Each task attempt gets
 its own bearer token, valid only while the attempt runs; provider credentials stay in this process. Every
 call goes through the attempt's metered clients, so it lands in the trajectory like an in-process call.
 
-Routing: the request's ``model`` selects the role — a role name (``agent``, ``user``, ``judge``) or the
-model id the role's endpoint advertises; anything else is a 404 listing what exists.
+The attempt's token is accepted as ``Authorization: Bearer``, ``x-api-key`` (Anthropic) or ``x-goog-api-key``.
+
+Routing: the request's ``model`` selects the role — a role name (``agent``, ``user``, ``judge``), the model id
+the role's endpoint advertises, its bare name, or an alias (``--model-alias NAME=ROLE``); any other name (the
+``claude-haiku-...`` a CLI asks for on its own) goes to the ``agent`` role, and the log says so once per name.
+
+Protocols: when the role's client takes the agent's protocol as it is (``ModelClient.native_protocols``: the
+``anthropic/...`` provider for Claude Code, ``openai/...`` for Codex) the request is passed through — only the
+model name and the credentials replaced, streamed end to end. Otherwise it is translated through the canonical
+form (:mod:`agentcompass.protocols`) to the client's ``chat`` / ``stream``. Either way the call is metered as
+one record (canonical messages, protocol, endpoint, tokens, latency, time to first token). A budget spent in
+the middle of a stream ends it with the protocol's error event (the task is then ``LIMIT_REACHED``); a client
+that disconnects mid-stream cancels the upstream call.
 
 What goes back to the environment is masked of the run's provider secrets (replies and error messages alike:
 a server that echoes a key must not hand it to the code under test). A failed upstream call answers with the
@@ -24,7 +38,6 @@ import os
 import secrets
 import shutil
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,18 +45,17 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from agentcompass.errors import describe
+from agentcompass.models import gateway_serving
+from agentcompass.models.gateway_serving import Grant
 from agentcompass.models.metering import MeteredModel, TaskMeter
 from agentcompass.redaction import Redactor
-from agentcompass.runtime.models import ModelClient, ModelError
+from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.owned_dirs import make_owned_dir, remove_stale, socket_base
 from agentcompass.runtime.types import ModelEndpoint
 
-#: Generation settings passed through to the model client.
-PASSTHROUGH_PARAMS = (
-    "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "tool_choice",
-    "presence_penalty", "frequency_penalty", "response_format", "parallel_tool_calls",
-)
+#: Generation settings passed to the model client when a request is translated.
+PASSTHROUGH_PARAMS = gateway_serving.TRANSLATED_PARAMS
 
 
 #: A request header a remote worker's in-process client sets (``client``) so its calls are recorded as
@@ -64,19 +76,9 @@ def _error(status: int, message: str, kind: str = "invalid_request_error",
 
 
 @attrs.define
-class Grant:
-    """What one token may use: a task attempt's metered clients by role."""
-
-    clients: dict[str, MeteredModel]
-    model_ids: dict[str, str]
-    #: The same clients, recording their calls as in-process ones (``via: client``): what a remote worker's
-    #: Python harness or benchmark calls through the gateway (it says so with :data:`VIA_HEADER`).
-    direct: dict[str, MeteredModel] = attrs.field(factory=dict)
-
-
-@attrs.define
 class ModelGateway:
-    """Serve role clients over OpenAI's chat-completions protocol. ``start`` before use, ``stop`` after."""
+    """Serve role clients in every protocol of :mod:`agentcompass.protocols`. ``start`` before use, ``stop``
+    after."""
 
     model_ids: dict[str, str]
     #: Names the socket directory (``agentcompass-gw-<run id>-XXXX``), so what a killed run left can be pruned.
@@ -91,10 +93,17 @@ class ModelGateway:
     _socket_dir: str | None = None
     #: Open WebSockets of remote workers (closed by ``stop``, which would otherwise wait for them).
     _sockets: set[web.WebSocketResponse] = attrs.field(factory=set)
+    #: ``--model-alias NAME=ROLE``: model names an agent asks for, by the role that answers them.
+    aliases: dict[str, str] = attrs.field(factory=dict)
+    #: Names already logged as sent to the agent role by default.
+    _defaulted: set[str] = attrs.field(factory=set)
 
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/chat/completions", self._protocol_handler("chat", "chat/completions"))
+        app.router.add_post("/v1/messages", self._protocol_handler("anthropic", "messages"))
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_post("/v1/responses", self._protocol_handler("responses", "responses"))
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/v1/stream", self._multiplexed)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -152,10 +161,30 @@ class ModelGateway:
 
     # -- handlers ------------------------------------------------------------------------------------
 
-    def _authorise(self, request: web.Request) -> Grant | None:
+    def authorise(self, request: web.Request) -> Grant | None:
+        """The grant of the request's token (``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key``)."""
         header = request.headers.get("Authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        return self._grants.get(token)
+        token = (token or request.headers.get("x-api-key", "") or request.headers.get("x-goog-api-key", "")
+                 or request.query.get("key", ""))
+        return self._grants.get(token.strip())
+
+    def route(self, grant: Grant, model: str) -> str | None:
+        """The role answering ``model`` (see the module's docstring), or None when the grant has no agent."""
+        if not model:
+            return "agent" if "agent" in grant.clients else None
+        role = self._role_for(grant, model)
+        if role is None:
+            aliased = self.aliases.get(model)
+            role = aliased if aliased in grant.clients else None
+        if role is None and "agent" in grant.clients:
+            role = "agent"
+            if model not in self._defaulted:
+                self._defaulted.add(model)
+                get_logger(component="gateway").info(
+                    "gateway.model_defaulted", model=model, role="agent",
+                    hint="name it with --model-alias NAME=ROLE to route it elsewhere")
+        return role
 
     @staticmethod
     def _role_for(grant: Grant, model: str) -> str | None:
@@ -169,67 +198,35 @@ class ModelGateway:
         return bare[0] if len(bare) == 1 else None
 
     async def _models(self, request: web.Request) -> web.Response:
-        grant = self._authorise(request)
+        """The roles' models, in a shape both vendors' clients read (OpenAI's ``object``/``owned_by`` and
+        Anthropic's ``type``/``display_name``/``has_more`` side by side)."""
+        grant = self.authorise(request)
         if grant is None:
             return _error(401, "invalid or expired token", "authentication_error")
-        data = [{"id": mid, "object": "model", "owned_by": role} for role, mid in grant.model_ids.items()]
-        return web.json_response({"object": "list", "data": data})
+        data = [{"id": mid, "object": "model", "type": "model", "owned_by": role, "display_name": mid,
+                 "created": 0, "created_at": "1970-01-01T00:00:00Z"} for role, mid in grant.model_ids.items()]
+        return web.json_response({"object": "list", "data": data, "has_more": False,
+                                  "first_id": data[0]["id"] if data else None,
+                                  "last_id": data[-1]["id"] if data else None})
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        grant = self._authorise(request)
-        if grant is None:
-            return _error(401, "invalid or expired token (tokens end with their task attempt)",
-                          "authentication_error")
-        try:
-            body = await request.json(loads=json.loads)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return _error(400, "request body is not valid JSON")
-        status, payload, headers = await self._answer(grant, body, request.headers.get(VIA_HEADER, "") == "client")
-        if status == 200 and isinstance(body, dict) and body.get("stream"):
-            choice = payload["choices"][0]
-            return await self._stream(request, payload["id"], payload["created"], payload["model"],
-                                      choice["message"], choice["finish_reason"], payload["usage"])
-        return web.json_response(payload, status=status, headers=headers)
+    def _protocol_handler(self, protocol: str, path: str) -> Any:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await gateway_serving.serve(self, request, protocol, path)
+
+        return handle
+
+    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        return await gateway_serving.count_tokens(self, request)
+
+    @property
+    def redactor(self) -> Redactor:
+        return self._redactor
 
     async def _answer(self, grant: Grant, body: Any, via_client: bool
                       ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
-        """One chat completion for ``grant``: the HTTP status, the JSON answer and extra headers."""
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return 400, _error_body(400, "request needs a 'messages' list"), None
-        model = str(body.get("model") or "")
-        role = self._role_for(grant, model) if model else "agent" if "agent" in grant.clients else None
-        if role is None:
-            known = sorted({*grant.clients, *grant.model_ids.values()})
-            return 404, _error_body(404, f"unknown model {model!r}; this gateway serves {', '.join(known)}",
-                                    "not_found_error"), None
-        params = {k: body[k] for k in PASSTHROUGH_PARAMS if k in body}
-        mask = self._redactor.text
-        try:
-            client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
-            response = await client.chat(body["messages"], tools=body.get("tools"), **params)
-        except ModelError as exc:
-            status = exc.status or 502
-            # The provider retried already (or the error is final): a client retrying would multiply it.
-            retried = not exc.retryable or int(getattr(exc, "attempts", 1) or 1) > 1
-            return status, _error_body(status, mask(f"model {role!r} failed: {exc}"), "upstream_error"), (
-                {"x-should-retry": "false"} if retried else None)
-        except Exception as exc:  # a provider bug must not take the gateway down
-            return 500, _error_body(500, mask(f"model {role!r} failed: {describe(exc)}"), "upstream_error"), None
-        message = self._redactor.data(dict(response.message))
-        message.setdefault("content", None)
-        usage = {
-            "prompt_tokens": response.usage.prompt_tokens,
-            "completion_tokens": response.usage.completion_tokens,
-            "total_tokens": response.usage.total_tokens,
-        }
-        return 200, {
-            "id": "chatcmpl-" + secrets.token_hex(8),
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": grant.model_ids[role],
-            "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason}],
-            "usage": usage,
-        }, None
+        """One chat completion for ``grant`` (what the WebSocket transport carries): the HTTP status, the
+        JSON answer and extra headers."""
+        return await gateway_serving.answer(self, grant, "chat", "chat/completions", body, via_client)
 
     async def _multiplexed(self, request: web.Request) -> web.WebSocketResponse:
         """Chat completions over one WebSocket (``GET /v1/stream``), for a remote worker's many attempts: each
@@ -272,28 +269,6 @@ class ModelGateway:
             for call in list(calls):
                 call.cancel()
         return ws
-
-    @staticmethod
-    async def _stream(
-        request: web.Request, cid: str, created: int, model: str, message: dict[str, Any], finish: str,
-        usage: dict[str, int],
-    ) -> web.StreamResponse:
-        """Answer a ``stream: true`` request as server-sent events: one delta with the whole message."""
-        stream = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await stream.prepare(request)
-        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        if message.get("tool_calls"):
-            delta["tool_calls"] = [{"index": i, **tc} for i, tc in enumerate(message["tool_calls"])]
-        chunks: list[dict[str, Any]] = [
-            {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
-        ]
-        for chunk in chunks:
-            chunk.update(id=cid, object="chat.completion.chunk", created=created, model=model)
-            await stream.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await stream.write(b"data: [DONE]\n\n")
-        await stream.write_eof()
-        return stream
 
 
 def is_loopback(host: str) -> bool:

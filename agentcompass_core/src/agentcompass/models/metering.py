@@ -14,9 +14,10 @@ conversation are left out too, replaced by one note naming how many.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +27,7 @@ from agentcompass.errors import describe
 from agentcompass.models.budget import BUDGETED_ROLES, LimitReached, RunBudget
 from agentcompass.models.prices import Price
 from agentcompass.redaction import Redactor
+from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, StreamEvent
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError
 from agentcompass.runtime.types import RunResult, TaskStatus
 
@@ -48,6 +50,18 @@ class CallRecord:
     cost_usd: float | None = None
     #: ``{"original_bytes": N, "limit_bytes": L}`` when the record was cut to :data:`RECORD_LIMIT`.
     truncated: dict[str, int] | None = None
+    #: The protocol the caller spoke (``chat``, ``anthropic``, ``responses``; empty for an in-process call)
+    #: and the gateway endpoint it called (``/v1/messages``, ...).
+    protocol: str = ""
+    endpoint: str = ""
+    #: The request went to the provider as the agent sent it (same protocol), not through translation.
+    passthrough: bool = False
+    #: Prompt tokens read from the provider's cache; completion tokens spent on reasoning.
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    #: Seconds from the call to the first piece of the answer (streamed calls).
+    ttft_s: float | None = None
+    stream: bool = False
 
     def bound(self, redactor: Redactor | None, limit: int | None = None) -> None:
         """Cut the record to ``limit`` bytes of JSON (masking what is cut with ``redactor`` first)."""
@@ -246,63 +260,150 @@ class MeteredModel(ModelClient):
         record.bound(redactor if redactor.active else None)
         self.meter.calls.append(record)
 
+    def begin(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None, *,
+              protocol: str = "", endpoint: str = "", stream: bool = False, passthrough: bool = False) -> MeteredCall:
+        """Start recording one call (raises :class:`LimitReached` when a budget refuses it)."""
+        record = CallRecord(
+            role=self.role, model=self.model, started_at=time.time(), latency_s=0.0, messages=list(messages),
+            tools=[_tool_name(t) for t in tools or ()], response=None, via=self.via, protocol=protocol,
+            endpoint=endpoint, stream=stream, passthrough=passthrough)
+        call = MeteredCall(self, record)
+        try:
+            self.meter.check(self.role)
+        except Exception as exc:
+            call.fail(exc)
+            raise
+        return call
+
     async def chat(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        protocol: str = "",
+        endpoint: str = "",
         **params: Any,
     ) -> ChatResponse:
-        started = time.time()
-        t0 = time.perf_counter()
-        record = CallRecord(
-            role=self.role,
-            model=self.model,
-            started_at=started,
-            latency_s=0.0,
-            messages=list(messages),
-            tools=[str((t.get("function") or t).get("name", "")) for t in tools or ()],
-            response=None,
-            via=self.via,
-        )
-        meter = self.meter
-        answered = False
+        call = self.begin(messages, tools, protocol=protocol, endpoint=endpoint)
         try:
-            meter.check(self.role)
-            if meter.seed is not None and "seed" not in params and self.inner.accepts_seed:
-                params = {**params, "seed": meter.seed}
-            response = await self.inner.chat(messages, tools=tools, **params)
-            answered = True
-        except LimitReached as exc:
-            record.error = str(exc)
-            meter.limit_reached = meter.limit_reached or str(exc)
+            response = await self.inner.chat(messages, tools=tools, **self._seeded(params))
+        except BaseException as exc:
+            call.fail(exc)
             raise
-        except ModelError as exc:
-            record.error = str(exc)
+        call.finish(response)
+        return response
+
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        protocol: str = "",
+        endpoint: str = "",
+        **params: Any,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The inner client's stream, recorded: time to first token, budgets checked between pieces (a spent
+        budget ends the stream with :class:`LimitReached`), the whole answer when it ends."""
+        call = self.begin(messages, tools, protocol=protocol, endpoint=endpoint, stream=True)
+        pieces = StreamAssembler()
+        try:
+            async with contextlib.aclosing(self.inner.stream(messages, tools=tools, **self._seeded(params))) as events:
+                async for event in events:
+                    if isinstance(event, StreamEnd):
+                        call.finish(event.response)
+                        yield event
+                        return
+                    call.first_piece()
+                    pieces.add(event)
+                    call.progress(pieces.chars)
+                    yield event
+            call.finish(pieces.finish(self.model))  # a stream without its end: what came, as the answer
+        except GeneratorExit:
+            call.fail(ConnectionResetError("the caller stopped reading the stream (client disconnected)"))
+            raise
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+
+    def _seeded(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.meter.seed is not None and "seed" not in params and self.inner.accepts_seed:
+            return {**params, "seed": self.meter.seed}
+        return params
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    kind = tool.get("type") or "function"
+    return str((tool.get(kind) or tool.get("function") or tool).get("name", ""))
+
+
+#: Characters of streamed output counted as one token when a stream is checked against a token budget.
+CHARS_PER_TOKEN = 4
+
+
+class MeteredCall:
+    """One call being recorded: ``finish`` with the answer, or ``fail`` with the error."""
+
+    def __init__(self, model: MeteredModel, record: CallRecord) -> None:
+        self.model = model
+        self.record = record
+        self.t0 = time.perf_counter()
+        self.done = False
+
+    def first_piece(self) -> None:
+        if self.record.ttft_s is None:
+            self.record.ttft_s = time.perf_counter() - self.t0
+
+    def progress(self, chars: int) -> None:
+        """Check the budgets while a stream runs (the run's stop, and the task's tokens counting what has
+        streamed so far at :data:`CHARS_PER_TOKEN` characters a token)."""
+        meter = self.model.meter
+        if meter.budget is not None:
+            meter.budget.check()
+        if meter.max_tokens is not None and self.model.role in BUDGETED_ROLES:
+            used = meter.tokens_used + chars // CHARS_PER_TOKEN
+            if used >= meter.max_tokens:
+                raise LimitReached(f"limit reached: max_tokens_per_task={meter.max_tokens} (used about {used}, "
+                                   "in the middle of a streamed answer)", limit="max_tokens_per_task")
+
+    def fail(self, exc: BaseException) -> None:
+        if self.done:
+            return
+        self.done = True
+        meter, record = self.model.meter, self.record
+        record.latency_s = time.perf_counter() - self.t0
+        record.error = str(exc) if isinstance(exc, ModelError) else describe(exc) if isinstance(
+            exc, Exception) else f"cancelled ({type(exc).__name__})"
+        if isinstance(exc, LimitReached):
+            meter.limit_reached = meter.limit_reached or str(exc)
+        elif isinstance(exc, ModelError):
             record.attempts = int(getattr(exc, "attempts", 1) or 1)
             if exc.fatal:
                 meter.fatal_error = meter.fatal_error or str(exc)
                 if meter.budget is not None:
                     meter.budget.stop(str(exc))
-            raise
-        except Exception as exc:
-            record.error = describe(exc)
-            raise
-        finally:
-            record.latency_s = time.perf_counter() - t0
-            if not answered:
-                self._keep(record)
+        self.model._keep(record)
+
+    def finish(self, response: ChatResponse) -> None:
+        if self.done:
+            return
+        self.done = True
+        meter, record, role = self.model.meter, self.record, self.model.role
+        record.latency_s = time.perf_counter() - self.t0
+        if self.record.stream and record.ttft_s is None:
+            record.ttft_s = record.latency_s
+        usage = response.usage
         record.response = dict(response.message)
-        record.prompt_tokens = response.usage.prompt_tokens
-        record.completion_tokens = response.usage.completion_tokens
+        record.prompt_tokens = usage.prompt_tokens
+        record.completion_tokens = usage.completion_tokens
+        record.cached_tokens = usage.cached_tokens
+        record.reasoning_tokens = usage.reasoning_tokens
         record.finish_reason = response.finish_reason
         record.attempts = int((response.metadata or {}).get("attempts", 1))
-        if self.role in BUDGETED_ROLES:
-            meter.tokens_used += response.usage.total_tokens
-        price = meter.prices.get(self.role)
+        if role in BUDGETED_ROLES:
+            meter.tokens_used += usage.total_tokens
+        price = meter.prices.get(role)
         if price is not None:
-            record.cost_usd = price.cost(response.usage.prompt_tokens, response.usage.completion_tokens)
+            record.cost_usd = price.cost(usage.prompt_tokens, usage.completion_tokens)
             if meter.budget is not None:
                 meter.budget.add_cost(record.cost_usd)
-        self._keep(record)
-        return response
+        self.model._keep(record)

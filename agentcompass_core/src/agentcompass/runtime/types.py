@@ -98,7 +98,7 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class ModelEndpoint:
-    """An OpenAI-compatible endpoint for one model role, served by the run's model gateway.
+    """An endpoint for one model role, served by the run's model gateway in every protocol it speaks.
 
     ``api_key`` is a token the gateway issued for this task attempt; it is not a provider credential and it
     stops working when the attempt ends.
@@ -109,11 +109,27 @@ class ModelEndpoint:
     model: str
 
     def env(self) -> dict[str, str]:
-        """Environment variables that point an OpenAI-style client at this endpoint."""
+        """Environment variables that point each vendor's SDKs and CLIs at this endpoint, with the attempt's
+        token as their key:
+
+        * OpenAI (SDKs, Codex, OpenCode, aider, mini-swe-agent): ``OPENAI_BASE_URL`` / ``OPENAI_API_BASE`` (the
+          URL, ending in ``/v1``) and ``OPENAI_API_KEY``;
+        * Anthropic (SDKs, Claude Code): ``ANTHROPIC_BASE_URL`` (the root, without ``/v1``) and
+          ``ANTHROPIC_API_KEY``;
+        * Gemini (SDK, Gemini CLI): ``GOOGLE_GEMINI_BASE_URL`` / ``GEMINI_BASE_URL`` (the root) and
+          ``GEMINI_API_KEY``;
+        * ``AGENTCOMPASS_MODEL``: the model name to ask for (any name works: see ``--model-alias``).
+        """
+        root = self.base_url.rstrip("/").removesuffix("/v1")
         return {
             "OPENAI_BASE_URL": self.base_url,
             "OPENAI_API_BASE": self.base_url,
             "OPENAI_API_KEY": self.api_key,
+            "ANTHROPIC_BASE_URL": root,
+            "ANTHROPIC_API_KEY": self.api_key,
+            "GOOGLE_GEMINI_BASE_URL": root,
+            "GEMINI_BASE_URL": root,
+            "GEMINI_API_KEY": self.api_key,
             "AGENTCOMPASS_MODEL": self.model,
         }
 

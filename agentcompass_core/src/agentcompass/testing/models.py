@@ -6,11 +6,12 @@ from agentcompass.testing.scripted_models import (
     Message,
     Responder,
     ScriptedModel,
+    custom_call,
     mock_responder,
     scripted,
     text,
     tool_call,
 )
 
-__all__ = ["DEFAULT_API_KEY", "LoopbackOpenAI", "Message", "Responder", "ScriptedModel", "mock_responder",
-           "scripted", "text", "tool_call"]
+__all__ = ["DEFAULT_API_KEY", "LoopbackOpenAI", "Message", "Responder", "ScriptedModel", "custom_call",
+           "mock_responder", "scripted", "text", "tool_call"]

@@ -55,6 +55,12 @@ def tool_call(name: str, call_id: str = "call_1", **arguments: Any) -> Message:
     }
 
 
+def custom_call(name: str, text_input: str, call_id: str = "call_1") -> Message:
+    """An assistant message calling one free-form (``custom``) tool, as Codex's ``apply_patch``."""
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "custom", "custom": {"name": name, "input": text_input}}]}
+
+
 def scripted(*steps: Message | tuple[int, Any], then: Message | tuple[int, Any] | None = None) -> Responder:
     """A responder answering with ``steps`` in order, then with ``then`` forever (default: a short text)."""
     queue = list(steps)

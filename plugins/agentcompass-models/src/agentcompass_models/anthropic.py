@@ -16,9 +16,11 @@ from typing import Any
 
 from agentcompass.errors import UsageError
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
+from agentcompass.runtime.model_stream import NativeReply, NativeRequest
 from agentcompass.runtime.models import ChatResponse, Usage
 
 from agentcompass_models.http import HTTPModelClient
+from agentcompass_models.native import send_native
 from agentcompass_models.openai import generation_params
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -168,6 +170,16 @@ def from_anthropic(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
 
 class AnthropicClient(HTTPModelClient):
     provider = "anthropic"
+    native_protocols = frozenset({"anthropic"})
+
+    async def native(self, request: NativeRequest) -> NativeReply:
+        """The agent's Messages request as it is (see :mod:`agentcompass_models.native`)."""
+        base = self.base_url.removesuffix("/v1")
+        headers = {"Content-Type": "application/json", "x-api-key": self._api_key or "",
+                   "anthropic-version": request.headers.get("anthropic-version", ANTHROPIC_VERSION)}
+        if request.headers.get("anthropic-beta"):
+            headers["anthropic-beta"] = request.headers["anthropic-beta"]
+        return await send_native(self, request, f"{base}/v1/{request.path}", headers)
 
     def headers(self) -> dict[str, str]:
         return {"Content-Type": "application/json", "Accept": "application/json",

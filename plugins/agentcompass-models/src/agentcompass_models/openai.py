@@ -15,9 +15,11 @@ from typing import Any
 
 from agentcompass.errors import UsageError
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials, parse_value
+from agentcompass.runtime.model_stream import NativeReply, NativeRequest
 from agentcompass.runtime.models import ChatResponse, ModelError, Usage
 
 from agentcompass_models.http import HTTPModelClient
+from agentcompass_models.native import send_native
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -46,6 +48,17 @@ class OpenAIChatClient(HTTPModelClient):
     """Chat completions over HTTP. ``--model-arg`` settings override what the caller passes."""
 
     provider = "openai"
+    #: Chat completions and Responses pass through (``openai-compatible`` servers: chat completions only).
+    native_protocols = frozenset({"chat", "responses"})
+
+    async def native(self, request: NativeRequest) -> NativeReply:
+        """The agent's request as it is (see :mod:`agentcompass_models.native`)."""
+        headers = self.headers()
+        if request.stream:
+            headers["Accept"] = "text/event-stream"
+        if request.headers.get("openai-beta"):
+            headers["OpenAI-Beta"] = request.headers["openai-beta"]
+        return await send_native(self, request, f"{self.base_url}/{request.path}", headers)
 
     def headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -149,6 +162,7 @@ def make_openai_compatible(
         api_key, source = str(file["api_key"]), "api_key in the credentials file"
     client = OpenAIChatClient(name, str(base_url), settings, api_key=api_key, key_source=source, params=params)
     client.provider = "openai-compatible"
+    client.native_protocols = frozenset({"chat"})
     return client
 
 

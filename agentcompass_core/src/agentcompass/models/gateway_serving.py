@@ -1,0 +1,321 @@
+"""How the gateway answers one request in a vendor protocol: translated through the canonical form to the
+role client's ``chat`` / ``stream``, or passed through to its ``native`` when the client speaks the protocol.
+
+Split from :mod:`agentcompass.models.gateway` (tokens, routes, sockets) so that each module has one job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+import attrs
+from aiohttp import web
+
+from agentcompass.errors import describe
+from agentcompass.models.budget import LimitReached
+from agentcompass.models.metering import MeteredCall, MeteredModel
+from agentcompass.protocols import CODECS, CanonicalRequest, Codec, ProtocolError
+from agentcompass.protocols.sse import SSEParser, frame
+from agentcompass.redaction import Redactor
+from agentcompass.runtime.model_stream import (
+    NativeReply,
+    NativeRequest,
+    StreamAssembler,
+    StreamEnd,
+    StreamEvent,
+    events_of,
+)
+from agentcompass.runtime.models import ModelError
+
+
+@attrs.define
+class Grant:
+    """What one token may use: a task attempt's metered clients by role."""
+
+    clients: dict[str, MeteredModel]
+    model_ids: dict[str, str]
+    #: The same clients, recording their calls as in-process ones (``via: client``): what a remote worker's
+    #: Python harness or benchmark calls through the gateway (it says so with :data:`VIA_HEADER`).
+    direct: dict[str, MeteredModel] = attrs.field(factory=dict)
+
+
+
+class ModelGateway(Protocol):
+    """What serving needs of the gateway (:class:`agentcompass.models.gateway.ModelGateway`)."""
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    def authorise(self, request: web.Request) -> Grant | None: ...
+
+    def route(self, grant: Grant, model: str) -> str | None: ...
+
+#: Generation settings (canonical names) passed to a client's ``chat`` / ``stream`` when translating; the
+#: vendor-only ones (``thinking``, ``top_k``, ``metadata``, ``reasoning_effort``) are dropped.
+TRANSLATED_PARAMS = (
+    "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "tool_choice",
+    "presence_penalty", "frequency_penalty", "response_format", "parallel_tool_calls",
+)
+#: Request headers forwarded to a provider on passthrough (never credentials).
+FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
+#: A header a remote worker's in-process client sets (see ``gateway.VIA_HEADER``).
+VIA_HEADER = "X-AgentCompass-Via"
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+#: Errors of a client that went away while its answer streamed.
+DISCONNECTED = (ConnectionResetError, ConnectionError)
+
+
+def _json(codec: Codec, status: int, message: str, kind: str | None = None,
+          headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.json_response(codec.error_body(status, message, kind), status=status, headers=headers)
+
+
+def _failure(gateway: ModelGateway, codec: Codec, role: str, exc: BaseException
+             ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+    """A failed model call as the protocol's error answer (masked of the run's secrets)."""
+    mask = gateway.redactor.text
+    if isinstance(exc, ModelError):
+        status = exc.status or 502
+        retried = not exc.retryable or int(getattr(exc, "attempts", 1) or 1) > 1
+        kind = "rate_limit_error" if isinstance(exc, LimitReached) else None
+        return status, codec.error_body(status, mask(f"model {role!r} failed: {exc}"), kind), (
+            {"x-should-retry": "false"} if retried else None)
+    return 500, codec.error_body(500, mask(f"model {role!r} failed: {describe(exc)}"), "api_error"), None
+
+
+def _params(request: CanonicalRequest) -> dict[str, Any]:
+    return {k: v for k, v in request.params.items() if k in TRANSLATED_PARAMS}
+
+
+async def _body(request: web.Request) -> Any:
+    try:
+        return await request.json(loads=json.loads)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ProtocolError("request body is not valid JSON") from None
+
+
+async def answer(gateway: ModelGateway, grant: Grant, protocol: str, path: str, body: Any, via_client: bool
+                 ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+    """A whole (not streamed) answer, translated: status, JSON body, extra headers."""
+    codec = CODECS[protocol]
+    try:
+        canonical = codec.parse_request(body)
+    except ProtocolError as exc:
+        return exc.status, codec.error_body(exc.status, str(exc), exc.kind), None
+    role = gateway.route(grant, canonical.model)
+    if role is None:
+        return 404, codec.error_body(404, f"unknown model {canonical.model!r}; this gateway serves "
+                                     f"{', '.join(sorted({*grant.clients, *grant.model_ids.values()}))}"), None
+    client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
+    try:
+        response = await client.chat(canonical.messages, tools=canonical.tools or None, protocol=protocol,
+                                     endpoint=f"/v1/{path}", **_params(canonical))
+    except Exception as exc:
+        return _failure(gateway, codec, role, exc)
+    rendered = codec.render_response(response, grant.model_ids[role])
+    return 200, gateway.redactor.data(rendered), None
+
+
+async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path: str) -> web.StreamResponse:
+    codec = CODECS[protocol]
+    grant = gateway.authorise(request)
+    if grant is None:
+        return _json(codec, 401, "invalid or expired token (tokens end with their task attempt)",
+                     "authentication_error")
+    try:
+        body = await _body(request)
+        canonical = codec.parse_request(body)
+    except ProtocolError as exc:
+        return _json(codec, exc.status, str(exc), exc.kind)
+    role = gateway.route(grant, canonical.model)
+    if role is None:
+        return _json(codec, 404, f"unknown model {canonical.model!r}", "not_found_error")
+    via_client = request.headers.get(VIA_HEADER, "") == "client"
+    client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
+    if protocol in client.inner.native_protocols:
+        native = NativeRequest(protocol, path, body, {h: request.headers[h] for h in FORWARDED_HEADERS
+                                                      if h in request.headers}, canonical.stream)
+        return await _passthrough(gateway, request, codec, canonical, client, native, role)
+    if not canonical.stream:
+        status, payload, headers = await answer(gateway, grant, protocol, path, body, via_client)
+        return web.json_response(payload, status=status, headers=headers)
+    return await _stream_translated(gateway, request, codec, canonical, client, role, grant.model_ids[role], path)
+
+
+async def _stream_translated(gateway: ModelGateway, request: web.Request, codec: Codec, canonical: CanonicalRequest,
+                             client: MeteredModel, role: str, model_id: str, path: str) -> web.StreamResponse:
+    mask = gateway.redactor.text
+    events = client.stream(canonical.messages, tools=canonical.tools or None, protocol=codec.name,
+                           endpoint=f"/v1/{path}", **_params(canonical))
+    async with contextlib.aclosing(events):
+        try:  # the first piece before any byte: a call refused at once is an HTTP error, not a broken stream
+            first = await anext(events)
+        except Exception as exc:
+            status, payload, headers = _failure(gateway, codec, role, exc)
+            return web.json_response(payload, status=status, headers=headers)
+        encoder = codec.encoder(model_id, canonical)
+        stream = web.StreamResponse(headers=SSE_HEADERS)
+        await stream.prepare(request)
+        try:
+            await stream.write(encoder.start() + _masked(encoder.event(first), mask))
+            async for event in events:
+                await stream.write(_masked(encoder.event(event), mask))
+        except DISCONNECTED:
+            return stream  # closing ``events`` cancels the upstream call
+        except Exception as exc:
+            kind = "rate_limit_error" if isinstance(exc, LimitReached) else "api_error"
+            message = str(exc) if isinstance(exc, ModelError) else describe(exc)
+            with contextlib.suppress(*DISCONNECTED):
+                await stream.write(encoder.error(mask(f"model {role!r} failed: {message}"), kind))
+        with contextlib.suppress(*DISCONNECTED):
+            await stream.write_eof()
+        return stream
+
+
+def _masked(data: bytes, mask: Any) -> bytes:
+    return mask(data.decode()).encode() if data else data
+
+
+async def _passthrough(gateway: ModelGateway, request: web.Request, codec: Codec, canonical: CanonicalRequest,
+                       client: MeteredModel, native: NativeRequest, role: str) -> web.StreamResponse:
+    """Send the agent's request to a provider of its own protocol; meter what comes back."""
+    mask = gateway.redactor.text
+    try:
+        call = client.begin(canonical.messages, canonical.tools, protocol=codec.name, endpoint=f"/v1/{native.path}",
+                            stream=native.stream, passthrough=True)
+    except Exception as exc:
+        status, payload, headers = _failure(gateway, codec, role, exc)
+        return web.json_response(payload, status=status, headers=headers)
+    try:
+        reply = await client.inner.native(native)
+    except BaseException as exc:
+        call.fail(exc)
+        if not isinstance(exc, Exception):
+            raise
+        status, payload, headers = _failure(gateway, codec, role, exc)
+        return web.json_response(payload, status=status, headers=headers)
+    if reply.chunks is None and reply.status == 200 and native.stream:
+        return await _stream_whole(gateway, request, codec, canonical, call, reply, role)
+    if reply.chunks is None or reply.status != 200:
+        return await _whole(gateway, codec, call, reply, role)
+    return await _relay_stream(gateway, request, codec, call, reply, role, mask)
+
+
+async def _stream_whole(gateway: ModelGateway, request: web.Request, codec: Codec, canonical: CanonicalRequest,
+                        call: MeteredCall, reply: NativeReply, role: str) -> web.StreamResponse:
+    """A provider that answered a streamed request whole: its answer, streamed in the agent's protocol."""
+    mask = gateway.redactor.text
+    try:
+        response = codec.parse_response(json.loads(mask(reply.body.decode("utf-8", errors="replace"))))
+    except (ProtocolError, ValueError) as exc:
+        call.fail(ModelError(f"unreadable answer from the provider: {exc}"))
+        status, payload, headers = _failure(gateway, codec, role, call_error(call))
+        return web.json_response(payload, status=status, headers=headers)
+    call.finish(response)
+    encoder = codec.encoder(response.model or call.record.model, canonical)
+    stream = web.StreamResponse(headers=SSE_HEADERS)
+    await stream.prepare(request)
+    with contextlib.suppress(*DISCONNECTED):
+        await stream.write(encoder.start() + b"".join(encoder.event(e) for e in events_of(response)))
+        await stream.write_eof()
+    return stream
+
+
+def call_error(call: MeteredCall) -> ModelError:
+    return ModelError(call.record.error or "the provider's answer could not be read", status=502)
+
+
+async def _whole(gateway: ModelGateway, codec: Codec, call: MeteredCall, reply: NativeReply, role: str
+                 ) -> web.Response:
+    body = reply.body
+    if reply.chunks is not None:  # an error answer that came as a stream
+        body = b"".join([chunk async for chunk in reply.chunks])
+    text = gateway.redactor.text(body.decode("utf-8", errors="replace"))
+    if reply.status == 200:
+        try:
+            call.finish(codec.parse_response(json.loads(text)))
+        except (ProtocolError, json.JSONDecodeError, ValueError) as exc:
+            call.fail(ModelError(f"unreadable answer from the provider: {exc}"))
+    else:
+        call.fail(reply.error or ModelError(f"the provider answered HTTP {reply.status}: {text[:500]}",
+                                            status=reply.status, fatal=reply.status in (401, 403)))
+    headers = {k: v for k, v in reply.headers.items() if k.lower() in ("retry-after", "x-should-retry")}
+    if reply.status >= 400 and reply.error is not None:  # the provider's reading, in the agent's protocol
+        text = json.dumps(codec.error_body(reply.status, gateway.redactor.text(f"model {role!r} failed: "
+                                                                               f"{reply.error}")))
+    return web.Response(body=text.encode(), status=reply.status, headers=headers, content_type="application/json")
+
+
+async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Codec, call: MeteredCall,
+                        reply: NativeReply, role: str, mask: Any) -> web.StreamResponse:
+    """Relay a provider's event stream event by event (each masked), decoding it to meter the call."""
+    assert reply.chunks is not None
+    decoder = codec.decoder(call.record.model)
+    parser = SSEParser()
+    pieces = StreamAssembler()
+    stream = web.StreamResponse(headers=SSE_HEADERS)
+    await stream.prepare(request)
+    chunks: AsyncIterator[bytes] = reply.chunks
+    ended: StreamEnd | None = None
+    try:
+        async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+            async for chunk in chunks:
+                out = b""
+                for name, data in parser.feed(chunk):
+                    decoded: list[StreamEvent] = decoder.feed(name, data)
+                    for piece in decoded:
+                        call.first_piece()
+                        pieces.add(piece)
+                    out += frame(mask(data), name or None) if data != "[DONE]" else b"data: [DONE]\n\n"
+                    call.progress(pieces.chars)
+                if out:
+                    await stream.write(out)
+        ended = decoder.end()
+    except DISCONNECTED:
+        call.fail(ConnectionResetError("the client disconnected in the middle of the stream"))
+        return stream
+    except Exception as exc:
+        call.fail(exc)
+        kind = "rate_limit_error" if isinstance(exc, LimitReached) else "api_error"
+        encoder = codec.encoder(call.record.model, CanonicalRequest(messages=[]))
+        with contextlib.suppress(*DISCONNECTED):
+            await stream.write(encoder.error(mask(f"model {role!r} failed: {exc}"), kind))
+    if ended is not None:
+        call.finish(ended.response)
+    with contextlib.suppress(*DISCONNECTED):
+        await stream.write_eof()
+    return stream
+
+
+def estimate_tokens(canonical: CanonicalRequest) -> int:
+    """A rough count (about four characters a token) for ``count_tokens`` when the provider cannot count."""
+    size = len(json.dumps(canonical.messages, ensure_ascii=False)) + len(json.dumps(canonical.tools))
+    return max(1, size // 4)
+
+
+async def count_tokens(gateway: ModelGateway, request: web.Request) -> web.StreamResponse:
+    """``POST /v1/messages/count_tokens``: the provider's count when it speaks Anthropic, else an estimate."""
+    codec = CODECS["anthropic"]
+    grant = gateway.authorise(request)
+    if grant is None:
+        return _json(codec, 401, "invalid or expired token (tokens end with their task attempt)",
+                     "authentication_error")
+    try:
+        body = await _body(request)
+        canonical = codec.parse_request({**body, "max_tokens": 1} if isinstance(body, dict) else body)
+    except ProtocolError as exc:
+        return _json(codec, exc.status, str(exc), exc.kind)
+    role = gateway.route(grant, canonical.model)
+    inner = grant.clients[role].inner if role is not None else None
+    if inner is not None and "anthropic" in inner.native_protocols:
+        try:
+            reply = await inner.native(NativeRequest("anthropic", "messages/count_tokens", body, {
+                h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers}))
+        except ModelError as exc:
+            return _json(codec, exc.status or 502, gateway.redactor.text(str(exc)))
+        return web.Response(body=gateway.redactor.text(reply.body.decode()).encode(), status=reply.status,
+                            content_type="application/json")
+    return web.json_response({"input_tokens": estimate_tokens(canonical)})

@@ -1,0 +1,53 @@
+"""Server-sent events: writing frames and reading them back incrementally."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def frame(data: Any, event: str | None = None) -> bytes:
+    """One event: ``event: NAME`` (when given) and ``data: JSON`` (``data`` as is when it is a string)."""
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+class SSEParser:
+    """Feed bytes as they arrive; get complete ``(event name, data text)`` pairs back."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[tuple[str, str]]:
+        self._buffer += chunk
+        out: list[tuple[str, str]] = []
+        while True:
+            cut = self._buffer.find(b"\n")
+            if cut < 0:
+                return out
+            raw, self._buffer = self._buffer[:cut], self._buffer[cut + 1:]
+            line = raw.rstrip(b"\r").decode("utf-8", errors="replace")
+            if not line:
+                if self._data or self._event:
+                    out.append((self._event, "\n".join(self._data)))
+                self._event, self._data = "", []
+            elif line.startswith(":"):
+                continue
+            else:
+                name, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if name == "event":
+                    self._event = value
+                elif name == "data":
+                    self._data.append(value)
+
+    def close(self) -> list[tuple[str, str]]:
+        """What a stream ending without a blank line left."""
+        out = self.feed(b"\n\n") if self._buffer else []
+        if self._data:
+            out.append((self._event, "\n".join(self._data)))
+            self._event, self._data = "", []
+        return out

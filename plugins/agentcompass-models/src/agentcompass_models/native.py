@@ -1,0 +1,103 @@
+"""Requests passed through in the provider's own protocol (``ModelClient.native``), streamed end to end.
+
+The agent's body goes out as it came, with the provider's model name (and ``--model-arg`` settings) put in and
+this client's credentials in the headers; protocol headers the gateway forwards (``anthropic-version``,
+``anthropic-beta``) go along. Connection errors, 408/409/429 and 5xx answers are retried as for ``chat``
+(before any byte reaches the agent); any other answer — an error too — goes back to the agent as the provider
+gave it. A streamed answer holds its connection slot until the agent has read it or gone away: closing the
+chunk iterator (the gateway does when the agent disconnects) closes the upstream connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from agentcompass.errors import describe
+from agentcompass.runtime.model_stream import NativeReply, NativeRequest
+
+if TYPE_CHECKING:
+    from agentcompass_models.http import HTTPModelClient, _Pool
+
+#: Answers retried before anything is relayed.
+RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+async def _chunks(response: aiohttp.ClientResponse, pool: _Pool) -> AsyncIterator[bytes]:
+    try:
+        async for data in response.content.iter_any():
+            yield data
+    finally:
+        response.close()
+        pool.slots.release()
+
+
+async def send_native(client: HTTPModelClient, request: NativeRequest, url: str, headers: dict[str, str]
+                      ) -> NativeReply:
+    from agentcompass_models.http import (
+        BACKOFF_BASE,
+        BACKOFF_CAP,
+        RETRY_AFTER_CAP,
+        EndpointUnreachable,
+        _refused,
+        _retry_after,
+    )
+
+    pool = client._acquire_pool()
+    body: dict[str, Any] = {**request.body, "model": client.model, **client.params}
+    if request.path.endswith("count_tokens"):
+        body.pop("max_tokens", None)
+    content = json.dumps(body, ensure_ascii=False).encode()
+    attempt = 0
+    while True:
+        attempt += 1
+        await pool.slots.acquire()
+        released = False
+        try:
+            async with asyncio.timeout(client.settings.request_timeout):
+                response = await pool.client.post(url, data=content, headers=headers, allow_redirects=False)
+            pool.answered = True
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            pool.slots.release()
+            refused = isinstance(exc, aiohttp.ClientError) and _refused(exc)
+            if refused and not pool.answered:  # nothing ever listened there: a wrong URL, fatal at once
+                raise EndpointUnreachable(client.scrub(
+                    f"{client.provider} model {client.model!r}: cannot connect to {client.safe_base_url}: "
+                    "connection refused (is the server running? is the base URL right?)"), fatal=True) from None
+            if attempt > client.settings.max_retries:
+                lost = client._error(f"connection error: {describe(exc)}", retryable=True)
+                lost.attempts = attempt
+                lost.fatal = refused
+                raise lost from None
+            await asyncio.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))))
+            continue
+        try:
+            streamed = response.status == 200 and "text/event-stream" in response.headers.get("Content-Type", "")
+            if streamed:
+                released = True  # the chunk iterator releases the slot
+                return NativeReply(200, {}, chunks=_chunks(response, pool))
+            data = await response.read()
+            if response.status in RETRIED and attempt <= client.settings.max_retries:
+                wait = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
+                retry_after = _retry_after(response.headers)
+                if retry_after is not None:
+                    wait = max(wait, min(retry_after, RETRY_AFTER_CAP))
+                await asyncio.sleep(wait)
+                continue
+            extra = {"x-should-retry": "false"} if attempt > 1 or response.status in RETRIED else {}
+            error: Exception | None = None
+            if response.status >= 400:
+                failed = client._http_error(response.status, data)
+                failed.attempts = attempt
+                if failed.retryable and attempt > 1:
+                    failed.args = (f"{failed.args[0]} (after {attempt} attempts)",)
+                error = failed
+            return NativeReply(response.status, extra, body=data, error=error)
+        finally:
+            if not released:
+                response.release()
+                pool.slots.release()
