@@ -25,7 +25,7 @@ from agentcompass.models.access import ModelGrant
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.gateway_client import GatewayClient, GatewayPool
 from agentcompass.models.metering import TaskMeter
-from agentcompass.models.roles import model_ids
+from agentcompass.models.roles import model_aliases, model_ids
 from agentcompass.plugins import load_plugins
 from agentcompass.resolve import resolve
 from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteOutcome, pack_dir, unpack_dir
@@ -90,7 +90,7 @@ class AttemptWorker:
         """Set up the environment provider (images built once per machine) and the relay gateway."""
         req = self.request
         await self.provider.setup(environments, run_id=req.run_id)
-        self.gateway = ModelGateway(model_ids(req), run_id=req.run_id)
+        self.gateway = ModelGateway(model_ids(req), run_id=req.run_id, aliases=model_aliases(req))
         await self.gateway.start()
         self.base_url, self.gateway_env = self.provider.gateway_address(
             host=self.gateway.host, port=self.gateway.port, unix_socket=self.gateway.unix_socket)

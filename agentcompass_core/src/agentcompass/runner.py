@@ -36,7 +36,7 @@ from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
 from agentcompass.logging import make_run_logger
 from agentcompass.models.gateway import ModelGateway, is_loopback, prune_socket_dirs
-from agentcompass.models.roles import GatewayModelAccess, build_clients, model_ids, spent_usd
+from agentcompass.models.roles import GatewayModelAccess, build_clients, model_aliases, model_ids, spent_usd
 from agentcompass.plugins import PluginHost
 from agentcompass.redaction import Redactor
 from agentcompass.rescoring import RescoreSource
@@ -229,7 +229,7 @@ class Runner:
             provider = resolved.provider
             if self.resume:
                 prune_socket_dirs(req.run_id)  # what a killed earlier part of this run left
-            gateway = ModelGateway(model_ids(req), run_id=req.run_id, host=req.gateway_host)
+            gateway = ModelGateway(model_ids(req), run_id=req.run_id, host=req.gateway_host, aliases=model_aliases(req))
             remote = resolved.executor.remote  # environments open on the workers, not here
             access: GatewayModelAccess | None = None
             context: InProcessContext | None = None

@@ -29,6 +29,10 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
     ("benchmark_args", ("--benchmark-arg", "-b"), {"help": "Option for the benchmark."}),
     ("harness_args", ("--harness-arg",), {"help": "Option for the harness."}),
     ("model_args", ("--model-arg", "-m"), {"help": "Generation setting or option of the agent's model."}),
+    ("model_aliases", ("--model-alias",),
+     {"metavar": "NAME=ROLE",
+      "help": "Route the model NAME an agent asks for (claude-haiku-4-5, ...) to ROLE (agent, user, judge); "
+              "unknown names go to the agent role."}),
     ("executor", ("--executor",), {"help": "Where attempts run (see 'agentcompass plugins list')."}),
     ("executor_args", ("--executor-arg",), {"help": "Option for the executor."}),
     ("gateway_host", ("--gateway-host",),
@@ -73,7 +77,7 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
 
 
 def _pairs_option(field: str) -> bool:
-    return field.endswith("_args") or field == "phase_timeouts"
+    return field.endswith("_args") or field in ("phase_timeouts", "model_aliases")
 
 
 def run_options(command: Callable[..., Any]) -> Callable[..., Any]:

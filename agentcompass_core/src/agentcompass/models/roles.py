@@ -42,6 +42,16 @@ def role_models(req: RunRequest) -> dict[str, str]:
     return models
 
 
+def model_aliases(req: RunRequest) -> dict[str, str]:
+    """``--model-alias NAME=ROLE`` checked: each ROLE is a role this run has."""
+    roles = role_models(req)
+    for name, role in req.model_aliases.items():
+        if role not in roles:
+            have = ", ".join(roles)
+            raise UsageError(f"--model-alias {name}={role}: {role!r} is not a role of this run (it has {have})")
+    return dict(req.model_aliases)
+
+
 def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
     """One client per configured role (roles naming the same model and arguments share a client).
 
@@ -53,6 +63,7 @@ def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
     shared: dict[str, ModelClient] = {}
     agent_provider = split_model(req.model)[0] if req.model else ""
     settings_from_request(req)  # validates the knobs even when no factory takes them
+    model_aliases(req)
     role_prices(req)  # a bad price file, or --max-cost without prices, is a usage error up front
     for role, spec in role_models(req).items():
         if spec in shared:

@@ -147,6 +147,8 @@ class RunRequest:
     model_args: Mapping[str, str] = field(default_factory=dict)
     environment_args: Mapping[str, str] = field(default_factory=dict)
     role_models: Mapping[str, str] = field(default_factory=dict)
+    #: ``--model-alias NAME=ROLE``: model names an agent asks the gateway for, by the role that answers them.
+    model_aliases: Mapping[str, str] = field(default_factory=dict)
     concurrency: int = 8
     max_environments: int | None = None
     limit: int | None = None
