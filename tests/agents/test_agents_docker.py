@@ -23,13 +23,13 @@ from tests.docker.engine_check import require_engine
 from tests.harbor import taskdirs
 from tests.harnesses.support import Tiny
 
-pytestmark = [pytest.mark.docker, pytest.mark.agent_cli]
+pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(1200)]
 
 MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
 SECRET = "sk-provider-secret-" + secrets.token_hex(8)
 #: Agents whose protocol the gateway serves here (chat completions); the others join as it learns theirs.
-TOOL_AGENTS = ("opencode",)
+TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code")
 #: Words in a failed install's log that mean the registry was out of reach (a skip, not a failure).
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "Temporary failure in name resolution",
                "Could not resolve", "No matching distribution", "Network is unreachable", "ConnectTimeout")
@@ -88,7 +88,9 @@ def harbor_tasks(root: Path) -> Path:
 
 @pytest.mark.parametrize("name", TOOL_AGENTS)
 async def test_an_agent_solves_a_harbor_task_through_its_own_tools(name: str, tmp_path: Path) -> None:
-    check = "cat /app/hello.txt; env | grep -c provider-secret || true; cat ~/.codex/config.toml 2>/dev/null"
+    # The pattern matches the key but not itself (the agents record the commands they run).
+    check = ('cat /app/hello.txt; echo "key-in-env=$(env | grep -c provider-secre[t])"; '
+             'echo "key-in-files=$(grep -rlI provider-secre[t] /tmp /opt /app /root 2>/dev/null | wc -l)"')
     job = job_for(name, "/app/hello.txt", "hello", check)
     run = await run_agent(name, tool_agent(job), "harbor", tmp_path / "run", task_ids=["hello"],
                           benchmark_args={"path": str(harbor_tasks(tmp_path / "tasks"))})
@@ -100,7 +102,7 @@ async def test_an_agent_solves_a_harbor_task_through_its_own_tools(name: str, tm
     assert record["tool_calls"] >= 2 and record["turns"] >= 2, record
     # It wrote the file, ran the check and read its output: the key was not in its environment.
     assert job.outputs and "hello" in job.outputs[1], job.outputs
-    assert job.outputs[1].splitlines()[1].strip() == "0", job.outputs
+    assert "key-in-env=0" in job.outputs[1] and "key-in-files=0" in job.outputs[1], job.outputs
     assert {c["via"] for c in run.trajectories} == {"gateway"}
     assert (run.run_dir / "artifacts").exists()
     no_secret_in(run.run_dir)
@@ -119,7 +121,6 @@ async def test_an_agent_solves_example_coding_and_a_wrong_script_scores_0(name: 
     assert run.metric("score") == {"roman": 0.0}
 
 
-@pytest.mark.skip(reason="aider joins once its bundle is checked here")
 async def test_aider_edits_through_its_edit_format(tmp_path: Path) -> None:
     run = await run_agent("aider", aider_whole("hello.txt", "hello"), "harbor", tmp_path / "run",
                           task_ids=["hello"], benchmark_args={"path": str(harbor_tasks(tmp_path / "tasks"))})

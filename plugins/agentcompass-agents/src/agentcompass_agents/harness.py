@@ -88,6 +88,8 @@ class Context:
     gateway: Mapping[str, str]
     max_turns: int | None
     deadline: float | None
+    #: The agent's bundle in the environment (``docker``), or None (the agent installed where it runs).
+    bundle: str | None = None
 
 
 @dataclass
@@ -217,7 +219,8 @@ class InstalledAgent(BaseHarness):
         deadline, why = self._deadline(task, plan)
         ctx = Context(agent_dir=agent_dir, home=posixpath.join(agent_dir, "home"), instruction=instruction,
                       instruction_file=posixpath.join(agent_dir, "instruction.md"), workdir=str(env.workdir),
-                      model=endpoint.model, gateway=endpoint.env(), max_turns=self.max_turns, deadline=deadline)
+                      model=endpoint.model, gateway=endpoint.env(), max_turns=self.max_turns, deadline=deadline,
+                      bundle=self.agent.bundle_dir(self.version) if bundled else None)
         await env.write_text(ctx.instruction_file, instruction)
         await env.write_text(posixpath.join(ctx.home, ".agentcompass"), "")
         for path, text in self.files(ctx).items():
