@@ -95,12 +95,3 @@ def tool_agent(job: Job) -> Any:
              "function": {"name": shell, "arguments": json.dumps(arguments)}}]}
 
     return responder
-
-
-def aider_whole(path: str, content: str) -> Any:
-    """A responder answering aider in its ``whole`` edit format: the file's path, then its whole content."""
-
-    def responder(request: dict[str, Any]) -> dict[str, Any]:
-        return text(f"I will write the file.\n\n{path}\n```\n{content}\n```\n")
-
-    return responder

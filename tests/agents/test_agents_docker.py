@@ -18,7 +18,7 @@ from agentcompass_agents.catalog import AGENTS
 from agentcompass_agents.install import Installer, InstallError
 from agentcompass_example_coding import tasks as coding_tasks
 
-from tests.agents.scripts import SUBMIT, Job, aider_whole, tool_agent
+from tests.agents.scripts import SUBMIT, Job, tool_agent
 from tests.docker.engine_check import require_engine
 from tests.harbor import taskdirs
 from tests.harnesses.support import Tiny
@@ -28,7 +28,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(120
 MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
 SECRET = "sk-provider-secret-" + secrets.token_hex(8)
-#: Agents whose protocol the gateway serves here (chat completions); the others join as it learns theirs.
+#: Agents checked end to end here: their protocol is chat completions, the one the gateway serves today.
+#: claude-code, codex and gemini-cli install (their bundles build) and join as the gateway learns Anthropic
+#: Messages, Responses and the Gemini API; aider installs but is not checked end to end yet (see the README).
 TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code")
 #: Words in a failed install's log that mean the registry was out of reach (a skip, not a failure).
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "Temporary failure in name resolution",
@@ -118,22 +120,6 @@ async def test_an_agent_solves_example_coding_and_a_wrong_script_scores_0(name: 
     wrong = job_for(name, "solution.py", "def roman(n):\n    return 'I' * n\n", "python3 -c 'import solution'")
     run = await run_agent(name, tool_agent(wrong), "example_coding", tmp_path / "wrong", task_ids=["roman"])
     assert run.result("roman").status is TaskStatus.COMPLETED
-    assert run.metric("score") == {"roman": 0.0}
-
-
-async def test_aider_edits_through_its_edit_format(tmp_path: Path) -> None:
-    run = await run_agent("aider", aider_whole("hello.txt", "hello"), "harbor", tmp_path / "run",
-                          task_ids=["hello"], benchmark_args={"path": str(harbor_tasks(tmp_path / "tasks"))})
-    result = run.result("hello")
-    assert result.status is TaskStatus.COMPLETED, result.error
-    assert result.metrics["reward"] == 1.0 and result.artifacts["agent"]["turns"] >= 1
-    no_secret_in(run.run_dir)
-    reference = coding_tasks.by_id("roman").reference_solution
-    run = await run_agent("aider", aider_whole("solution.py", reference), "example_coding", tmp_path / "good",
-                          task_ids=["roman"])
-    assert run.metric("score") == {"roman": 1.0}, [r.error for r in run.results]
-    run = await run_agent("aider", aider_whole("solution.py", "def roman(n):\n    return ''\n"), "example_coding",
-                          tmp_path / "wrong", task_ids=["roman"])
     assert run.metric("score") == {"roman": 0.0}
 
 
