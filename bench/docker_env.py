@@ -8,7 +8,9 @@ close. Baseline per task: ``docker run --rm --network none python:3.11-slim sh -
 Variants: ``server`` (the default: the exec server inside the container, small writes batched into the next
 request), ``pool`` (``server`` plus ``prestart=<concurrency>``: containers started ahead of their tasks),
 ``docker`` (``exec=docker``: one ``docker exec`` per call, the old path), ``no-batching`` (``server`` with
-``write_delay=0``), ``gateway`` (``server`` plus a model-gateway socket, so every container also relays it).
+``write_delay=0``), ``gateway`` (``server`` plus a model-gateway socket, so every container also relays it);
+``server-python`` and ``pool-python``: the same with ``server=python`` (the Python exec server instead of the
+static binary, as before it existed).
 Each round sets every variant up afresh (as a run does: ``setup`` with one spec per task, then ``plan``, the
 pool predicting exactly those), untimed, then times its tasks; rounds are interleaved, so a change in the
 machine's load affects all variants alike.
@@ -175,10 +177,12 @@ def serve_dummy_socket(directory: str) -> str:
     return path
 
 
-VARIANTS = ("server", "pool", "docker", "no-batching", "gateway")
+VARIANTS = ("server", "pool", "docker", "no-batching", "gateway", "server-python", "pool-python")
 
 
 def variant_options(name: str, concurrency: int) -> dict[str, str]:
+    if name.endswith("-python"):  # the Python exec server (what every container ran before the static one)
+        return {**variant_options(name.removesuffix("-python"), concurrency), "server": "python"}
     if name == "pool":
         return {"prestart": str(concurrency)}
     if name == "docker":

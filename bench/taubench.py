@@ -18,11 +18,18 @@ CPU per task. Target on this machine's 2 cores: the retail domain in at most 30 
 The first run of a data version builds the image (tagged by content, reused afterwards): a one-task warm-up
 run does that before anything is measured.
 
+``--scripted``: instead of the oracle, the retail domain's 74 ``train`` conversations driven through the model
+gateway by a loopback OpenAI server playing the agent (the gold actions as tool calls) and the user (its
+request, then ``###STOP###``) — the test suite's scripted participants (``tests/taubench/tb_support.py``) —
+each scored by the evaluator; with ``--env local,docker --repeat N`` the environments run in interleaved
+rounds and the difference per task (``(docker wall - local wall) * concurrency / tasks``) is printed with its
+range over the rounds.
+
 Telecom (``--domain telecom``): the 20-task set, where the oracle's gold path has the user make their actions
 on the phone as tool calls of their own; measure it under both environments with ``--env local,docker``.
 
 Usage: uv run python bench/taubench.py [--domain retail] [--env docker|local|local,docker] [--concurrency 8]
-       [--repeat 1] [--no-floor]
+       [--repeat 1] [--no-floor] [--scripted] [--env-arg KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -89,9 +96,18 @@ async def docker_floor(n: int, concurrency: int) -> float:
 
 
 def run_once(args: argparse.Namespace, environment: str, out: Path, limit: int | None = None) -> float:
-    command = [sys.executable, "-m", "agentcompass.cli.main", "run", "taubench", "oracle", "mock",
-               "-b", f"domain={args.domain}", "--env", environment, "-c", str(args.concurrency), "--json",
-               "-o", str(out)]
+    command = [sys.executable, "-m", "agentcompass.cli.main", "run", "taubench"]
+    if args.scripted:
+        command += ["none", "openai-compatible/agent-model", "--model-base-url", args.base_url,
+                    "--user-model", "openai-compatible/user-model", "--judge-model", "openai-compatible/judge-model",
+                    "-b", "split=train"]
+    else:
+        command += ["oracle", "mock"]
+    command += ["-b", f"domain={args.domain}", "--env", environment, "-c", str(args.concurrency), "--json",
+                "-o", str(out)]
+    if environment == "docker":
+        for option in args.env_arg:
+            command += ["--env-arg", option]
     if limit is not None:
         command += ["-n", str(limit)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
@@ -112,6 +128,7 @@ def report(wall: float, out: Path, domain: str) -> None:
     steps = sum(r["artifacts"]["official_result"]["steps"] for r in records)
     conversation_cpu = sum(x["conversation_cpu_seconds"] for x in runner)
     process_cpu = sum(x["cpu_seconds"] for x in runner)
+    load_cpu = [x["load_cpu_seconds"] for x in runner]
     evaluator_cpu = [r["artifacts"]["evaluation"]["evaluator"]["cpu_seconds"] for r in records]
     print(f"  tasks: {n}, reward 1.0 on {sum(1 for x in rewards if x == 1.0)}, steps: {steps}")
     target = TARGET_SECONDS.get(domain)
@@ -122,6 +139,8 @@ def report(wall: float, out: Path, domain: str) -> None:
               f"p95 {quantile(values, 0.95) * 1000:6.0f} ms")
     print(f"  runner CPU per conversation step: {conversation_cpu / steps * 1e6:.0f} us (conversation), "
           f"{process_cpu / steps * 1000:.2f} ms (whole oracle process, loading included)")
+    print(f"  runner start-up CPU per task (interpreter and imports excluded; loading the domain): median "
+          f"{statistics.median(load_cpu) * 1000:.0f} ms")
     print(f"  evaluator CPU per task: median {statistics.median(evaluator_cpu) * 1000:.0f} ms, "
           f"p95 {quantile(evaluator_cpu, 0.95) * 1000:.0f} ms")
 
@@ -133,12 +152,44 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-floor", action="store_true", help="skip the docker floor measurement")
+    parser.add_argument("--scripted", action="store_true",
+                        help="the 74 scripted retail train conversations instead of the oracle")
+    parser.add_argument("--env-arg", action="append", default=[], help="passed to docker runs (KEY=VALUE)")
     args = parser.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"taubench oracle bench: domain {args.domain}, env {args.env}, concurrency {args.concurrency}, "
-          f"{os.cpu_count()} CPUs, load average {load:.1f}")
-    for environment in [e.strip() for e in args.env.split(",") if e.strip()]:
-        measure(args, environment)
+    workload = "scripted conversations (split train)" if args.scripted else "oracle"
+    print(f"taubench {workload} bench: domain {args.domain}, env {args.env}, concurrency {args.concurrency}, "
+          f"{os.cpu_count()} CPUs, load average {load:.1f}, docker --env-arg {args.env_arg or '-'}")
+    environments = [e.strip() for e in args.env.split(",") if e.strip()]
+    if not args.scripted:
+        for environment in environments:
+            measure(args, environment)
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "taubench"))
+    import tb_support
+    from agentcompass.testing import LoopbackOpenAI
+
+    responder = tb_support.role_responder(judge=tb_support.approving_judge)
+    with LoopbackOpenAI(responder, api_key=None) as server, tempfile.TemporaryDirectory(prefix="taubench-") as tmp:
+        args.base_url = server.base_url
+        for environment in environments:
+            run_once(args, environment, Path(tmp) / f"warm-up-{environment}", limit=1)
+        walls: dict[str, list[float]] = {e: [] for e in environments}
+        tasks = 0
+        for i in range(args.repeat):  # interleaved: a change in the machine's load hits every environment alike
+            for environment in environments:
+                out = Path(tmp) / f"{environment}-{i}"
+                wall = run_once(args, environment, out)
+                walls[environment].append(wall)
+                tasks = len((out / "results.jsonl").read_text().splitlines())
+                print(f"== env {environment}, round {i + 1} (load average {os.getloadavg()[0]:.1f}):")
+                report(wall, out, args.domain)
+        if {"local", "docker"} <= set(walls):
+            extra = [(d - lo) * args.concurrency / tasks for lo, d in zip(walls["local"], walls["docker"], strict=True)]
+            print(f"walls: local {', '.join(f'{w:.1f}' for w in walls['local'])} s; docker "
+                  f"{', '.join(f'{w:.1f}' for w in walls['docker'])} s")
+            print(f"docker - local per task (c={args.concurrency}): median {statistics.median(extra):.2f} s, range "
+                  f"{min(extra):.2f}..{max(extra):.2f} s  (target <= 0.5 s)")
 
 
 def measure(args: argparse.Namespace, environment: str) -> None:

@@ -104,6 +104,27 @@ async def test_options_override_the_specs_limits(make_provider, run_id) -> None:
         await provider.close(session)
 
 
+async def test_containers_compete_for_cpu_as_host_processes_do(make_provider, run_id) -> None:
+    # Under the engine's /docker cgroup all containers together weigh as much as one host process (cgroupfs
+    # driver): on a busy host their commands wait for CPU far longer than --env local's. So by default each
+    # container's cgroup sits at the root; cgroup_parent= (empty) keeps the engine's default.
+    provider = await make_provider()
+    if provider.engine.cgroup_driver != "cgroupfs":
+        pytest.skip(f"the engine's cgroup driver is {provider.engine.cgroup_driver!r}: the default is kept")
+    spec = EnvironmentSpec(image=IMAGE)
+    for options, parent in (({}, "/"), ({"cgroup_parent": ""}, "")):
+        provider = await make_provider(**options)
+        session = await provider.open(spec, run_id=run_id, task_id="cgroup", base_env={})
+        try:
+            said = str(docker.container.inspect(session.container_id).host_config.cgroup_parent or "")
+            assert said.removeprefix(".") == parent, said  # python-on-whales reads "" as the path "."
+            cpu = next(line for line in (await session.exec(["cat", "/proc/1/cgroup"])).stdout.splitlines()
+                   if line.split(":")[1] in ("cpu,cpuacct", "cpu", "")).split(":")[2]
+            assert cpu.startswith("/docker/") == (parent == ""), cpu
+        finally:
+            await provider.close(session)
+
+
 async def test_memory_limit_kills_and_reports_oom(make_provider, run_id) -> None:
     spec = EnvironmentSpec(image=IMAGE, memory="64m")
     provider = await make_provider(spec)

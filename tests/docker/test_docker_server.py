@@ -25,16 +25,20 @@ from tests.docker.engine_check import container_ps, wait_until
 pytestmark = pytest.mark.docker
 
 
+#: What each exec server (``--env-arg server=``) runs as, in ``ps``.
+SERVER_PROGRAMS = {"native": "/run/agentcompass/exec/ac-exec-server", "python": "python3"}
+
+
 @pytest.fixture
 def exec_mode() -> str:
     """Every test here is about the server path."""
     return "server"
 
 
-def _server_pid(session) -> int:  # type: ignore[no-untyped-def]
-    """The server's pid, as it said it, checked against the container's processes."""
+def _server_pid(session, program: str = SERVER_PROGRAMS["native"]) -> int:  # type: ignore[no-untyped-def]
+    """The server's pid, as it said it, checked against the container's processes (``program`` is running it)."""
     pid = session.server_pid
-    assert pid > 0 and "python3" in container_ps(session.container_id).split(f"\n{pid} ", 1)[-1][:20]
+    assert pid > 0 and program in container_ps(session.container_id).split(f"\n{pid} ", 1)[-1][:40]
     return int(pid)
 
 
@@ -50,13 +54,15 @@ def _pool_containers(run_id: str) -> list[str]:
 # -- the server goes away: InfrastructureError, never an exit status -----------------------------------------
 
 
+@pytest.mark.parametrize("server", ["native", "python"])
 @pytest.mark.parametrize("how", ["kill-server", "kill-1"])
-async def test_a_dead_server_is_an_infrastructure_error(provider, run_id, how: str) -> None:
+async def test_a_dead_server_is_an_infrastructure_error(make_provider, run_id, how: str, server: str) -> None:
+    provider = await make_provider(server=server)
     session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id=f"dead-{how}", base_env={})
     try:
         assert (await session.exec(["echo", "up"])).stdout == "up\n"
         if how == "kill-server":
-            pid = await asyncio.to_thread(_server_pid, session)
+            pid = await asyncio.to_thread(_server_pid, session, SERVER_PROGRAMS[server])
             command = f"kill -9 {pid}; sleep 5"
             said = "exec server of container"
         else:  # PID 1 (docker-init) passes the TERM to the keeper: the container stops (and, --rm, goes)
@@ -96,29 +102,88 @@ async def test_a_socket_the_container_replaced_never_gets_a_request(provider, ru
         await provider.close(second)
 
 
-async def test_a_server_that_stops_answering_is_bounded_by_the_host(session, monkeypatch) -> None:
+@pytest.mark.parametrize("server", ["native", "python"])
+async def test_a_server_that_stops_answering_is_bounded_by_the_host(make_provider, run_id, monkeypatch, server) -> None:
     from agentcompass_docker import server_session
 
     monkeypatch.setattr(server_session, "HOST_GRACE", 1.0)
-    pid = await asyncio.to_thread(_server_pid, session)
-    await asyncio.to_thread(docker.container.execute, session.container_id, ["sh", "-c", f"kill -STOP {pid}"])
-    started = time.monotonic()
-    with pytest.raises(InfrastructureError, match="did not end a timed-out exec"):
-        await session.exec(["sleep", "30"], timeout=0.5)
-    assert time.monotonic() - started < 10
+    provider = await make_provider(server=server)
+    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="stuck", base_env={})
+    pid = await asyncio.to_thread(_server_pid, session, SERVER_PROGRAMS[server])
+    try:
+        await asyncio.to_thread(docker.container.execute, session.container_id, ["sh", "-c", f"kill -STOP {pid}"])
+        started = time.monotonic()
+        with pytest.raises(InfrastructureError, match="did not end a timed-out exec"):
+            await session.exec(["sleep", "30"], timeout=0.5)
+        assert time.monotonic() - started < 10
+    finally:
+        await provider.close(session)
 
 
-# -- an image without python3: docker exec, said in the logs ------------------------------------------------
+# -- an image without python3: the static server; with server=python, docker exec, said in the logs ----------
 
 
-async def test_an_image_without_python_falls_back_to_docker_exec(make_provider, run_id, tmp_path: Path, caplog) -> None:
+def _no_python_spec(tmp_path: Path) -> EnvironmentSpec:
     context = tmp_path / "nopython"
     context.mkdir()
     (context / "Dockerfile").write_text(
         f"FROM {IMAGE}\nRUN rm -f /usr/local/bin/python* /usr/bin/python*\nWORKDIR /workspace\n"
     )
-    spec = EnvironmentSpec(build_context=str(context), env={"FROM_SPEC": "spec"})
+    return EnvironmentSpec(build_context=str(context), env={"FROM_SPEC": "spec"})
+
+
+async def test_an_image_without_python_runs_the_static_server(make_provider, run_id, tmp_path: Path) -> None:
+    spec = _no_python_spec(tmp_path)
     provider = await make_provider(spec)
+    tag = (await provider.image_for(spec)).ref
+    try:
+        session = await provider.open(spec, run_id=run_id, task_id="nopy", base_env={"FROM_BASE": "base"})
+        try:
+            assert session.fallback is None
+            await asyncio.to_thread(_server_pid, session)
+            result = await session.exec(["sh", "-c", 'echo "$FROM_BASE $FROM_SPEC"; command -v python3 || echo none'])
+            assert result.stdout == "base spec\nnone\n", result
+            await session.write_bytes("bin/data", bytes(range(256)))
+            assert await session.read_bytes("bin/data") == bytes(range(256))
+            await check_exec_timeout_kills_tree(session, detached=True)
+        finally:
+            await provider.close(session)
+    finally:
+        docker.image.remove(tag, force=True)
+
+
+async def test_without_a_static_server_the_python_one_runs(make_provider, run_id, tmp_path: Path, monkeypatch,
+                                                          caplog) -> None:
+    from agentcompass_docker import native
+
+    # No compiler on this host: said once, and every container runs the Python server.
+    monkeypatch.setattr(native, "build", lambda: (_ for _ in ()).throw(native.BuildFailed("no gcc on PATH")))
+    with caplog.at_level(logging.WARNING, logger="agentcompass"):
+        provider = await make_provider()
+    assert any("docker.exec_server_python" in r.getMessage() and "no gcc" in r.getMessage() for r in caplog.records)
+    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="nogcc", base_env={})
+    try:
+        await asyncio.to_thread(_server_pid, session, SERVER_PROGRAMS["python"])
+        assert (await session.exec(["echo", "py"])).stdout == "py\n"
+    finally:
+        await provider.close(session)
+    # A binary that cannot run in the container (here: its interpreter is missing, status 127): the keeper
+    # starts the Python server instead.
+    unusable = tmp_path / "unusable"
+    unusable.write_text("#!/no/such/interpreter\n")
+    monkeypatch.setattr(native, "build", lambda: unusable)
+    provider = await make_provider()
+    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="noexec", base_env={})
+    try:
+        await asyncio.to_thread(_server_pid, session, SERVER_PROGRAMS["python"])
+        assert (await session.exec(["echo", "py"])).stdout == "py\n"
+    finally:
+        await provider.close(session)
+
+
+async def test_an_image_without_python_falls_back_to_docker_exec(make_provider, run_id, tmp_path: Path, caplog) -> None:
+    spec = _no_python_spec(tmp_path)
+    provider = await make_provider(spec, server="python")
     tag = (await provider.image_for(spec)).ref
     try:
         with caplog.at_level(logging.WARNING, logger="agentcompass"):

@@ -19,7 +19,7 @@ import pytest
 from agentcompass.errors import InfrastructureError
 from agentcompass.runtime import EnvironmentSpec
 from agentcompass.runtime.environment import OUTPUT_LIMIT
-from agentcompass_docker import _exec_server
+from agentcompass_docker import _exec_server, native
 from agentcompass_docker.server_protocol import MAX_FRAME, Exchange, ServerGone, frames
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,12 +38,23 @@ def test_the_servers_replies_are_json(value) -> None:  # type: ignore[no-untyped
     assert json.loads(_exec_server.dumps(value)) == value
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[str]:
-    """The exec server running on this host (as this user), on a socket in a fresh 0700 directory."""
+@pytest.fixture(scope="session")
+def native_server() -> Path:
+    """The static exec server built from ``_exec_server.c`` on this host (as the provider builds it)."""
+    return native.build()
+
+
+@pytest.fixture(params=["python", "native"])
+async def server(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """An exec server running on this host (as this user), on a socket in a fresh 0700 directory: the Python
+    one and the static binary, which must behave alike."""
     directory = tempfile.mkdtemp(prefix="acx-test-")
     path = os.path.join(directory, "exec.sock")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-I", "-S", str(SERVER), path)
+    if request.param == "python":
+        program = [sys.executable, "-I", "-S", str(SERVER)]
+    else:
+        program = [str(request.getfixturevalue("native_server"))]
+    proc = await asyncio.create_subprocess_exec(*program, path)
     try:
         deadline = time.monotonic() + 20
         while not os.path.exists(path):

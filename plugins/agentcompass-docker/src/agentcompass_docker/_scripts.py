@@ -241,14 +241,27 @@ while :; do sleep 86400; done
 """
 
 #: The container's main program with ``exec=server``: ``SERVER_KEEPER SOURCE SOCKET [GATEWAY_SOCKET PORT]``
-#: runs the exec server (``_exec_server``, as SOURCE) as ``python3 -I -S``. When the server exits after a
-#: ``shutdown`` request (status 86, ``_exec_server.SHUTDOWN_STATUS``) the keeper exits too, and with it the
-#: container. When the image has no ``python3``, or the server cannot start or stops otherwise, it says why in
+#: runs the exec server: the static binary ``ac-exec-server`` next to SOCKET when the host put one there
+#: (``native``), else (or when it cannot be executed here: status 126 or 127) the Python one (``_exec_server``,
+#: as SOURCE) as ``python3 -I -S``. When the server exits after a ``shutdown`` request (status 86,
+#: ``_exec_server.SHUTDOWN_STATUS``) the keeper exits too, and with it the container. When the image has no
+#: ``python3`` (and no binary runs), or the server cannot start or stops otherwise, it says why in
 #: ``no-server`` next to SOCKET and keeps the container alive (the session then falls back to ``docker exec``,
 #: or fails if it was using the server).
 SERVER_KEEPER = r"""
 ac_dir=${2%/*}
-if command -v python3 > /dev/null 2>&1; then
+ac_status=127
+if [ -x "$ac_dir/ac-exec-server" ]; then
+  ac_source=$1
+  shift
+  "$ac_dir/ac-exec-server" "$@"
+  ac_status=$?
+  set -- "$ac_source" "$@"
+fi
+if [ "$ac_status" -ne 126 ] && [ "$ac_status" -ne 127 ]; then
+  [ "$ac_status" -eq 86 ] && exit 0
+  echo "the exec server exited (status $ac_status)" > "$ac_dir/no-server"
+elif command -v python3 > /dev/null 2>&1; then
   python3 -I -S -c "$@"
   ac_status=$?
   [ "$ac_status" -eq 86 ] && exit 0

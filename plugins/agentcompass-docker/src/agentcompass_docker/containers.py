@@ -153,6 +153,7 @@ def plan_container(
         tmpfs=tmpfs,
         mounts=mounts,
         init=options.init,
+        cgroup_parent=options.cgroup_parent if options.cgroup_parent not in ("", "auto") else None,
         pull="never",
         remove=exec_dir is not None and not options.keep,
     )
@@ -192,6 +193,8 @@ def run_arguments(plan: ContainerPlan) -> list[str]:
         args += ["--mount", ",".join(mount)]
     if c["init"]:
         args.append("--init")
+    if c.get("cgroup_parent"):
+        args += ["--cgroup-parent", c["cgroup_parent"]]
     if c.get("remove"):
         args.append("--rm")
     args += ["--pull", c["pull"], plan.image, *plan.command]

@@ -97,6 +97,8 @@ class Engine:
         self._background: set[Future[Any]] = set()
         #: Whether the engine ever answered :meth:`check` (no answer: nothing can have been created).
         self.answered = False
+        #: The engine's cgroup driver (``cgroupfs``, ``systemd``), once :meth:`check` has asked; "" if unknown.
+        self.cgroup_driver = ""
 
     # -- threads ---------------------------------------------------------------------------------------
 
@@ -190,7 +192,7 @@ class Engine:
 
     def _ping(self) -> None:
         try:
-            self.docker.system.info()
+            self.cgroup_driver = str(self.docker.system.info().cgroup_driver or "")
         except (DockerException, ClientNotFoundError) as exc:
             raise EnvironmentUnavailable(f"no Docker engine answers ({detail(exc)}); {START_HINT}.") from None
         except Exception as exc:  # an answer python-on-whales cannot parse is still an answer

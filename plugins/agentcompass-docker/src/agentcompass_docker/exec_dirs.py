@@ -21,6 +21,8 @@ CONTAINER_DIR = "/run/agentcompass/exec"
 SOCKET_NAME = "exec.sock"
 GATEWAY_NAME = "gateway.sock"
 NO_SERVER_NAME = "no-server"
+#: The static exec server's copy (``native``): the keeper runs it when it is there.
+SERVER_NAME = "ac-exec-server"
 
 
 def base_dir() -> Path:
@@ -28,10 +30,15 @@ def base_dir() -> Path:
     return socket_base()
 
 
-def make_exec_dir(run_id: str, uid: int, gid: int | None) -> str:
-    """A fresh directory for one container, 0700 and owned by ``uid`` (chowned when that is not us)."""
+def make_exec_dir(run_id: str, uid: int, gid: int | None, server: Path | None = None) -> str:
+    """A fresh directory for one container, 0700 and owned by ``uid`` (chowned when that is not us), holding
+    a copy of the ``server`` binary when given (a copy each: no container can reach another's server)."""
     directory = make_owned_dir(base_dir(), PREFIX, run_id, name_size=0)
     try:
+        if server is not None:
+            target = directory / SERVER_NAME
+            shutil.copyfile(server, target)
+            os.chmod(target, 0o755)
         if uid != os.geteuid():
             os.chown(directory, uid, gid if gid is not None else -1)
     except BaseException:

@@ -12,6 +12,8 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 #: The values of ``exec``.
 EXEC_MODES = ("server", "docker")
+#: The values of ``server``: which exec server containers run with ``exec=server``.
+SERVERS = ("native", "python")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +24,9 @@ class DockerOptions:
     #: How commands and file operations reach the container: ``server`` (an exec server inside it, over a
     #: Unix socket: milliseconds per call) or ``docker`` (one ``docker exec`` per call, as before).
     exec: str = "server"
+    #: Which exec server: ``native`` (a static binary built on this host from ``_exec_server.c``; the Python
+    #: server where none can be built or run) or ``python`` (always the Python one, ``python3`` in the image).
+    server: str = "native"
     #: Containers started ahead of the tasks that will take them (``exec=server`` only); unset: the run's
     #: concurrency (at most 8) when it is above 1, else none.
     prestart: int | None = None
@@ -40,6 +45,12 @@ class DockerOptions:
     context: str | None = None
     #: Capabilities to add back (comma-separated, e.g. ``CHOWN,DAC_OVERRIDE``); all are dropped by default.
     cap_add: tuple[str, ...] = ()
+    #: The cgroup containers are created under (``--cgroup-parent``). ``auto``: the cgroup root when the engine
+    #: uses the ``cgroupfs`` driver, so that each container competes for CPU as one host process does (under
+    #: the engine's ``/docker`` group all containers together weigh as much as one host process: on a busy
+    #: host a task's commands then wait for CPU far longer than under ``--env local``); the engine's default
+    #: otherwise (``systemd`` slices). Empty: always the engine's default.
+    cgroup_parent: str = "auto"
     #: Run ``docker-init`` as PID 1 (reaps zombies). Turn off only for engines without it.
     init: bool = True
     #: Try ``docker pull`` for a missing image.
@@ -73,6 +84,10 @@ class DockerOptions:
         if values.get("exec", "server") not in EXEC_MODES:
             raise UsageError(
                 f"docker environment option exec={values['exec']!r}: expected one of {', '.join(EXEC_MODES)}"
+            )
+        if values.get("server", "native") not in SERVERS:
+            raise UsageError(
+                f"docker environment option server={values['server']!r}: expected one of {', '.join(SERVERS)}"
             )
         if (values.get("prestart") or 0) < 0:
             raise UsageError(f"docker environment option prestart={values['prestart']}: expected 0 or more")

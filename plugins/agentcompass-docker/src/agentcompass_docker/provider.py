@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import os
 import threading
 import weakref
@@ -41,7 +42,7 @@ from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException
 
-from agentcompass_docker import _scripts, exec_dirs
+from agentcompass_docker import _scripts, exec_dirs, native
 from agentcompass_docker.containers import (
     LABEL_MANAGED,
     LABEL_POOL,
@@ -101,6 +102,7 @@ class DockerProvider(EnvironmentProvider):
         self._relays: set[asyncio.AbstractServer] = set()
         self._users: dict[tuple[str, str], asyncio.Future[tuple[int, int | None]]] = {}
         self._fallbacks_logged: set[str] = set()
+        self._binary: asyncio.Future[Path | None] | None = None
         self._removal_lock = threading.Lock()
         self._removal_queue: list[tuple[str | None, str | None, Future[None]]] = []
         self._removal_running = False
@@ -121,7 +123,7 @@ class DockerProvider(EnvironmentProvider):
         self.run_id = run_id
         specs = list(specs)
         await self.check_engine()
-        await asyncio.gather(*(self.image_for(spec) for spec in specs))
+        await asyncio.gather(self.server_binary(), *(self.image_for(spec) for spec in specs))
 
     async def plan(self, demand: EnvironmentDemand) -> None:
         """What the run will ask for (called once after :meth:`setup`, before any open): the pool's size
@@ -166,12 +168,33 @@ class DockerProvider(EnvironmentProvider):
         task.add_done_callback(self._tasks.discard)
 
     async def check_engine(self) -> None:
-        """Raise :class:`~agentcompass.errors.EnvironmentUnavailable` unless the engine answers."""
+        """Raise :class:`~agentcompass.errors.EnvironmentUnavailable` unless the engine answers; resolve
+        ``cgroup_parent=auto`` by the engine's cgroup driver."""
         await self.engine.check()
+        if self.options.cgroup_parent == "auto":
+            parent = "/" if self.engine.cgroup_driver == "cgroupfs" else ""
+            self.options = dataclasses.replace(self.options, cgroup_parent=parent)
 
     def image_for(self, spec: EnvironmentSpec) -> asyncio.Future[ImageInfo]:
         """The image a spec runs, resolved once per provider (a build runs once however many ask)."""
         return self.images.image_for(spec)
+
+    def server_binary(self) -> asyncio.Future[Path | None]:
+        """The static exec server the containers run (``exec=server``, ``server=native``), built once per
+        provider (cached on the host across runs), or None: the Python server then (the warning event
+        ``docker.exec_server_python`` says why)."""
+        if self._binary is None:
+            self._binary = asyncio.ensure_future(self._build_binary())
+        return self._binary
+
+    async def _build_binary(self) -> Path | None:
+        if self.options.exec != "server" or self.options.server != "native":
+            return None
+        try:
+            return await self.engine.call(native.build)
+        except (native.BuildFailed, OSError) as exc:
+            log.warning("docker.exec_server_python", reason=str(exc))
+            return None
 
     def gateway_address(self, *, host: str, port: int, unix_socket: str) -> tuple[str, Mapping[str, str]]:
         """Containers have no network: each gets the gateway's Unix socket mounted and a forwarder on its
@@ -290,7 +313,7 @@ class DockerProvider(EnvironmentProvider):
         loop = asyncio.get_running_loop()
         image = await self.image_for(spec)
         uid, gid = await self._uid_gid(image, spec)
-        exec_dir = await self.engine.call(exec_dirs.make_exec_dir, run_id, uid, gid)
+        exec_dir = await self.engine.call(exec_dirs.make_exec_dir, run_id, uid, gid, await self.server_binary())
         self._exec_dirs.add(exec_dir)
         began = loop.time()
         relay: asyncio.AbstractServer | None = None
