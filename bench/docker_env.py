@@ -10,7 +10,9 @@ request), ``pool`` (``server`` plus ``prestart=<concurrency>``: containers start
 ``docker`` (``exec=docker``: one ``docker exec`` per call, the old path), ``no-batching`` (``server`` with
 ``write_delay=0``), ``gateway`` (``server`` plus a model-gateway socket, so every container also relays it);
 ``server-python`` and ``pool-python``: the same with ``server=python`` (the Python exec server instead of the
-static binary, as before it existed).
+static binary, as before it existed); ``pool-before``: ``pool-python`` with ``cgroup_parent=`` as well (the
+engine's own cgroup), which is how containers ran before either change; ``pool-engine-cgroup``: ``pool`` (the
+static server) under the engine's own cgroup, as the baseline's containers are.
 Each round sets every variant up afresh (as a run does: ``setup`` with one spec per task, then ``plan``, the
 pool predicting exactly those), untimed, then times its tasks; rounds are interleaved, so a change in the
 machine's load affects all variants alike.
@@ -177,12 +179,17 @@ def serve_dummy_socket(directory: str) -> str:
     return path
 
 
-VARIANTS = ("server", "pool", "docker", "no-batching", "gateway", "server-python", "pool-python")
+VARIANTS = ("server", "pool", "docker", "no-batching", "gateway", "server-python", "pool-python", "pool-before",
+            "pool-engine-cgroup")
 
 
 def variant_options(name: str, concurrency: int) -> dict[str, str]:
     if name.endswith("-python"):  # the Python exec server (what every container ran before the static one)
         return {**variant_options(name.removesuffix("-python"), concurrency), "server": "python"}
+    if name.endswith("-engine-cgroup"):  # the static server, under the engine's own cgroup as the baseline is
+        return {**variant_options(name.removesuffix("-engine-cgroup"), concurrency), "cgroup_parent": ""}
+    if name.endswith("-before"):  # ... and under the engine's own cgroup, as before both changes
+        return {**variant_options(name.removesuffix("-before"), concurrency), "server": "python", "cgroup_parent": ""}
     if name == "pool":
         return {"prestart": str(concurrency)}
     if name == "docker":

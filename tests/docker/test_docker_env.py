@@ -62,8 +62,9 @@ async def test_exec_env_cwd_and_errors(make_provider, run_id) -> None:
             ["sh", "-c", 'printf "no newline" >&2; env >&2; tr "\\0" " " < /proc/$PPID/cmdline >&2; exit 4']
         )
         assert odd.returncode == 4 and odd.stderr.startswith("no newline"), odd
-        # The parent is the wrapper (docker exec) or the exec server, whose command line holds its own source.
-        parent = "ac-exec" if provider.options.exec == "docker" else "def kill_tree"
+        # The parent is the wrapper (docker exec) or the exec server: the static one (server=native, the
+        # default), or the Python one, whose command line holds its own source.
+        parent = "ac-exec" if provider.options.exec == "docker" else "/run/agentcompass/exec/ac-exec-server"
         assert "AGENTCOMPASS_EXEC_ID=" in odd.stderr and parent in odd.stderr
     finally:
         await provider.close(session)

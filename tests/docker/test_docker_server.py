@@ -132,6 +132,24 @@ def _no_python_spec(tmp_path: Path) -> EnvironmentSpec:
     return EnvironmentSpec(build_context=str(context), env={"FROM_SPEC": "spec"})
 
 
+async def _works_without_python(session) -> None:  # type: ignore[no-untyped-def]
+    """Commands (with the base and the spec's environment), files and timeouts in an image without python3."""
+    result = await session.exec(["sh", "-c", 'echo "$FROM_BASE $FROM_SPEC"; command -v python3 || echo none'])
+    assert result.stdout == "base spec\nnone\n", result
+    await session.write_bytes("bin/data", bytes(range(256)))
+    assert await session.read_bytes("bin/data") == bytes(range(256))
+    await check_exec_timeout_kills_tree(session, detached=True)
+
+
+async def _runs_the_python_server(provider, run_id: str, task_id: str) -> None:  # type: ignore[no-untyped-def]
+    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id=task_id, base_env={})
+    try:
+        await asyncio.to_thread(_server_pid, session, SERVER_PROGRAMS["python"])
+        assert (await session.exec(["echo", "py"])).stdout == "py\n"
+    finally:
+        await provider.close(session)
+
+
 async def test_an_image_without_python_runs_the_static_server(make_provider, run_id, tmp_path: Path) -> None:
     spec = _no_python_spec(tmp_path)
     provider = await make_provider(spec)
@@ -141,11 +159,7 @@ async def test_an_image_without_python_runs_the_static_server(make_provider, run
         try:
             assert session.fallback is None
             await asyncio.to_thread(_server_pid, session)
-            result = await session.exec(["sh", "-c", 'echo "$FROM_BASE $FROM_SPEC"; command -v python3 || echo none'])
-            assert result.stdout == "base spec\nnone\n", result
-            await session.write_bytes("bin/data", bytes(range(256)))
-            assert await session.read_bytes("bin/data") == bytes(range(256))
-            await check_exec_timeout_kills_tree(session, detached=True)
+            await _works_without_python(session)
         finally:
             await provider.close(session)
     finally:
@@ -161,24 +175,13 @@ async def test_without_a_static_server_the_python_one_runs(make_provider, run_id
     with caplog.at_level(logging.WARNING, logger="agentcompass"):
         provider = await make_provider()
     assert any("docker.exec_server_python" in r.getMessage() and "no gcc" in r.getMessage() for r in caplog.records)
-    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="nogcc", base_env={})
-    try:
-        await asyncio.to_thread(_server_pid, session, SERVER_PROGRAMS["python"])
-        assert (await session.exec(["echo", "py"])).stdout == "py\n"
-    finally:
-        await provider.close(session)
+    await _runs_the_python_server(provider, run_id, "nogcc")
     # A binary that cannot run in the container (here: its interpreter is missing, status 127): the keeper
     # starts the Python server instead.
     unusable = tmp_path / "unusable"
     unusable.write_text("#!/no/such/interpreter\n")
     monkeypatch.setattr(native, "build", lambda: unusable)
-    provider = await make_provider()
-    session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="noexec", base_env={})
-    try:
-        await asyncio.to_thread(_server_pid, session, SERVER_PROGRAMS["python"])
-        assert (await session.exec(["echo", "py"])).stdout == "py\n"
-    finally:
-        await provider.close(session)
+    await _runs_the_python_server(await make_provider(), run_id, "noexec")
 
 
 async def test_an_image_without_python_falls_back_to_docker_exec(make_provider, run_id, tmp_path: Path, caplog) -> None:
@@ -192,11 +195,7 @@ async def test_an_image_without_python_falls_back_to_docker_exec(make_provider, 
             assert session.fallback == "the image has no python3"
             events = [r.getMessage() for r in caplog.records if "docker.exec_fallback" in r.getMessage()]
             assert events and tag in events[0] and "no python3" in events[0], caplog.text
-            result = await session.exec(["sh", "-c", 'echo "$FROM_BASE $FROM_SPEC"; command -v python3 || echo none'])
-            assert result.stdout == "base spec\nnone\n", result
-            await session.write_bytes("bin/data", bytes(range(256)))
-            assert await session.read_bytes("bin/data") == bytes(range(256))
-            await check_exec_timeout_kills_tree(session, detached=True)
+            await _works_without_python(session)
         finally:
             await provider.close(session)
     finally:
