@@ -28,10 +28,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(120
 MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
 SECRET = "sk-provider-secret-" + secrets.token_hex(8)
-#: Agents checked end to end here: their protocol is chat completions, the one the gateway serves today.
-#: claude-code, codex and gemini-cli install (their bundles build) and join as the gateway learns Anthropic
-#: Messages, Responses and the Gemini API; aider installs but is not checked end to end yet (see the README).
-TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code")
+#: Agents checked end to end here (codex over the gateway's Responses endpoint, the others chat completions).
+#: claude-code (the Messages endpoint answers its first call with a 400 today) and gemini-cli (no Gemini
+#: endpoint yet) join when the gateway serves them; aider is not checked end to end yet (see the README).
+TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex")
 #: Words in a failed install's log that mean the registry was out of reach (a skip, not a failure).
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "Temporary failure in name resolution",
                "Could not resolve", "No matching distribution", "Network is unreachable", "ConnectTimeout")
@@ -101,7 +101,7 @@ async def test_an_agent_solves_a_harbor_task_through_its_own_tools(name: str, tm
     assert result.metrics["reward"] == 1.0
     record = result.artifacts["agent"]
     assert record["agent"] == name and record["version"] == AGENTS[name].version
-    assert record["tool_calls"] >= 2 and record["turns"] >= 2, record
+    assert record["tool_calls"] >= 2 and record["turns"] >= 1, record  # codex counts one turn per exec
     # It wrote the file, ran the check and read its output: the key was not in its environment.
     assert job.outputs and "hello" in job.outputs[1], job.outputs
     assert "key-in-env=0" in job.outputs[1] and "key-in-files=0" in job.outputs[1], job.outputs

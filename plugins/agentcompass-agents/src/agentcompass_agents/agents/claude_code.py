@@ -14,13 +14,18 @@ from agentcompass_agents.catalog import AGENTS, AgentSpec
 from agentcompass_agents.harness import Context, InstalledAgent, Summary
 
 
+#: The name Claude Code asks for (it refuses names it does not know); the gateway maps every name it does not
+#: serve, this one and the haiku model of its side tasks alike, to the run's agent model.
+MODEL = "sonnet"
+
+
 class ClaudeCode(InstalledAgent):
     name: ClassVar[str] = "claude-code"
     agent: ClassVar[AgentSpec] = AGENTS["claude-code"]
 
     def argv(self, ctx: Context) -> list[str]:
         args = ["-p", ctx.instruction, "--output-format", "stream-json", "--verbose",
-                "--dangerously-skip-permissions", "--model", "agent"]
+                "--dangerously-skip-permissions", "--model", MODEL]
         if ctx.max_turns:
             args += ["--max-turns", str(ctx.max_turns)]
         return args
@@ -31,9 +36,6 @@ class ClaudeCode(InstalledAgent):
         return {
             "ANTHROPIC_BASE_URL": root,
             "ANTHROPIC_API_KEY": token,
-            "ANTHROPIC_MODEL": "agent",
-            "ANTHROPIC_SMALL_FAST_MODEL": "agent",
-            "ANTHROPIC_DEFAULT_HAIKU_MODEL": "agent",
             "IS_SANDBOX": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_TELEMETRY": "1",
