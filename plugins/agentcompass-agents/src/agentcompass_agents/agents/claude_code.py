@@ -13,7 +13,6 @@ from agentcompass_agents.agents.events import gateway_root
 from agentcompass_agents.catalog import AGENTS, AgentSpec
 from agentcompass_agents.harness import Context, InstalledAgent, Summary
 
-
 #: The name Claude Code asks for (it refuses names it does not know); the gateway maps every name it does not
 #: serve, this one and the haiku model of its side tasks alike, to the run's agent model.
 MODEL = "sonnet"
