@@ -6,6 +6,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentcompass.plugins import PluginHost, load_plugins
@@ -48,6 +49,59 @@ def start_cli(*args: str, env: dict[str, str] | None = None, testing: bool = Tru
     argv = [sys.executable, "-m", "tests.support.cli" if testing else "agentcompass.cli.main", *args]
     return subprocess.Popen(argv, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})}, preexec_fn=_default_signals)
+
+
+#: The slow groups: left out of a default ``uv run pytest`` (see :func:`pytest_collection_modifyitems`).
+SLOW_MARKERS = ("docker", "ray", "browser", "slow", "agent_cli")
+ALL_TESTS_ENV = "AGENTCOMPASS_ALL_TESTS"
+#: These keep forcing their group to run (and fail, not skip, without an engine or a browser).
+REQUIRE_ENV = {"docker": "AGENTCOMPASS_REQUIRE_DOCKER", "browser": "AGENTCOMPASS_REQUIRE_BROWSER"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all-tests", action="store_true", default=False,
+                     help=f"Also run the slow groups ({', '.join(SLOW_MARKERS)}); also ${ALL_TESTS_ENV}=1. "
+                          "CI (.ci/run) sets it.")
+
+
+def _slow_groups_wanted(config: pytest.Config) -> set[str]:
+    if config.getoption("--all-tests") or os.environ.get(ALL_TESTS_ENV) or config.getoption("-m"):
+        return set(SLOW_MARKERS)  # everything, or the user's own marker expression decides
+    return {group for group, env in REQUIRE_ENV.items() if os.environ.get(env)}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A default run leaves the slow groups out (docker, ray, browser, slow, agent_cli), except in test files
+    or tests named on the command line; ``--all-tests`` or ``$AGENTCOMPASS_ALL_TESTS=1`` runs them all, and
+    ``$AGENTCOMPASS_REQUIRE_DOCKER`` / ``$AGENTCOMPASS_REQUIRE_BROWSER`` always run their group."""
+    wanted = _slow_groups_wanted(config)
+    named = {Path(a.split("::")[0]).resolve() for a in config.args if Path(a.split("::")[0]).is_file()}
+    kept, left_out = [], []
+    for item in items:
+        groups = {m.name for m in item.iter_markers()} & set(SLOW_MARKERS)
+        if groups - wanted and Path(str(item.path)).resolve() not in named:
+            left_out.append(item)
+        else:
+            kept.append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+        config.stash[_LEFT_OUT] = len(left_out)
+
+
+_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (f"slow groups ({', '.join(SLOW_MARKERS)}) are left out unless --all-tests or {ALL_TESTS_ENV}=1"
+            if not _slow_groups_wanted(config) >= set(SLOW_MARKERS) else "")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left_out = config.stash.get(_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(f"{left_out} slow tests ({', '.join(SLOW_MARKERS)}) were left out; "
+                                    f"run them with: uv run pytest --all-tests")
 
 
 @pytest.hookimpl(hookwrapper=True)

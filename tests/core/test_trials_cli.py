@@ -45,7 +45,7 @@ def test_trials_with_a_seed_give_ci_and_pass_k_and_the_same_seed_gives_the_same_
     assert set(seeds(tmp_path / "c").values()).isdisjoint(seeds(tmp_path / "a").values())
     assert other["seed"] == 8
     shown = run_cli_subprocess("results", "show", str(tmp_path / "a"), testing=False)
-    assert "11 × 4 trials" in shown.stdout and "pass^4=" in shown.stdout and "±" in shown.stdout
+    assert "11 × 4 trials" in shown.stdout and "pass^4=" in shown.stdout and "95% CI" in shown.stdout
 
 
 def test_a_run_without_seed_records_the_one_it_chose(tmp_path):

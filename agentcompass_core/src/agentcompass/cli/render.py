@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
+from agentcompass.runtime.statistics import TOO_FEW_TASKS
 
 if TYPE_CHECKING:
     from agentcompass.results.comparison import Comparison
@@ -23,12 +24,13 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def _mean_ci(m: MetricAggregate) -> str:
+def interval_text(m: MetricAggregate) -> str:
+    """``[low, high]`` of a metric's 95% interval, or why there is none."""
     if m.mean is None:
         return "-"
     if m.ci95 is None:
-        return f"{m.mean:.4f}"
-    return f"{m.mean:.4f} ± {(m.ci95[1] - m.ci95[0]) / 2:.4f}"
+        return TOO_FEW_TASKS
+    return f"[{m.ci95[0]:.4f}, {m.ci95[1]:.4f}]"
 
 
 def pass_k_text(pass_k: Sequence[PassAtK], n_errored: int) -> str:
@@ -50,9 +52,10 @@ def summary_text(summary: RunSummary) -> str:
     groups += [(category, group.metrics) for category, group in summary.metrics.by_category.items()]
     for category, metrics in groups:
         for name, m in metrics.items():
-            rows.append([m.label or name, category, _mean_ci(m), _fmt(m.mean_completed), m.n, m.n_errored])
+            rows.append([m.label or name, category, _fmt(m.mean), interval_text(m), _fmt(m.mean_completed), m.n,
+                         m.n_errored])
     if rows:
-        lines.append(table(["metric", "category", "mean ± 95% CI (errors=0)", "mean (completed)", "n", "errored"],
+        lines.append(table(["metric", "category", "mean (errors=0)", "95% CI", "mean (completed)", "n", "errored"],
                            rows))
     if summary.metrics.pass_k:
         errored = sum(v for k, v in summary.status_counts.items() if k != "COMPLETED")
@@ -62,7 +65,7 @@ def summary_text(summary: RunSummary) -> str:
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
-    return "-" if ci is None else f"[{ci[0]:+.4f}, {ci[1]:+.4f}]"
+    return TOO_FEW_TASKS if ci is None else f"[{ci[0]:+.4f}, {ci[1]:+.4f}]"
 
 
 def comparison_text(c: Comparison) -> str:

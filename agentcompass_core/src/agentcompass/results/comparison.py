@@ -4,7 +4,10 @@ On the tasks the runs share, per metric: each run's mean over those tasks with i
 the **paired difference** B - A. Pairing is by task: each task's value is its mean over the run's trials
 (errored trials count as 0), ``d_i = b_i - a_i``, and the difference's standard error is the standard error of
 the mean of the ``d_i`` (``sqrt(var(d) / n)``, sample variance), so the trials of a task stay one cluster. The
-95% interval is ``mean(d) ± 1.96 · SE``. Tasks where B is better, worse or equal are counted from the ``d_i``.
+95% interval is ``mean(d) ± t(0.975, n - 1) · SE``, clipped to the widest difference the metric's declared
+bounds allow; each run's own interval is the one ``summary.json`` gives
+(:func:`agentcompass.runtime.statistics.mean_interval`). Tasks where B is better, worse or equal are counted
+from the ``d_i``.
 
 Public API: plugins that show comparisons (the report) call :func:`load_run` and :func:`compare`, so every view
 of a comparison gives the numbers ``results compare`` prints.
@@ -19,8 +22,9 @@ from pathlib import Path
 
 from agentcompass.errors import UsageError
 from agentcompass.results.run_dir import RunDirectory
+from agentcompass.runtime.metrics import MetricContract, contract_from_json
 from agentcompass.runtime.records import RunInfo
-from agentcompass.runtime.statistics import Z95, clustered_stderr, confidence_interval
+from agentcompass.runtime.statistics import clustered_stderr, mean_interval, t_quantile
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class LoadedRun:
     scalars: tuple[str, ...]
     #: Per task: its category and the value of every scalar in each of its trials (errors as 0).
     tasks: Mapping[str, tuple[str | None, Mapping[str, list[float]]]]
+    contract: MetricContract | None = None
 
 
 def load_run(path: Path) -> LoadedRun:
@@ -81,7 +86,7 @@ def load_run(path: Path) -> LoadedRun:
         _, values = tasks.setdefault(task_id, (score.category, {name: [] for name in scalars}))
         for name in scalars:
             values[name].append(float(score.metrics.get(name, 0.0)) if score.completed else 0.0)
-    return LoadedRun(path, info, scalars, tasks)
+    return LoadedRun(path, info, scalars, tasks, contract_from_json(info.plan.metric_contract))
 
 
 def _side(run: LoadedRun, name: str, tasks: Sequence[str]) -> RunSide:
@@ -89,7 +94,12 @@ def _side(run: LoadedRun, name: str, tasks: Sequence[str]) -> RunSide:
     n = sum(len(c) for c in clusters)
     mean = sum(sum(c) for c in clusters) / n
     stderr = clustered_stderr(clusters)
-    return RunSide(run.info.run_id, mean, stderr, confidence_interval(mean, stderr))
+    interval = mean_interval(clusters, _bounds(run, name))
+    return RunSide(run.info.run_id, mean, stderr, (interval.low, interval.high) if interval else None)
+
+
+def _bounds(run: LoadedRun, name: str) -> tuple[float, float] | None:
+    return run.contract.bounds.get(name) if run.contract is not None else None
 
 
 def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str], category: str | None
@@ -101,7 +111,14 @@ def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str],
     n = len(diffs)
     mean = sum(diffs) / n
     stderr = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) if n > 1 else None
-    ci = (mean - Z95 * stderr, mean + Z95 * stderr) if stderr is not None else None
+    ci = None
+    if stderr is not None:
+        half = t_quantile(0.975, n - 1) * stderr
+        ci = (mean - half, mean + half)
+        bounds = _bounds(a, name) or _bounds(b, name)
+        if bounds is not None:
+            span = bounds[1] - bounds[0]
+            ci = (max(ci[0], -span), min(ci[1], span))
     return MetricComparison(
         metric=name, category=category, n_tasks=n, a=_side(a, name, tasks), b=_side(b, name, tasks),
         difference=mean, stderr=stderr, ci95=ci, b_better=sum(d > 0 for d in diffs),

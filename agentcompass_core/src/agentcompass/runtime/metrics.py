@@ -2,8 +2,9 @@
 
 Aggregation is honest about errors: each scalar's ``mean`` is over *all* (task, trial) results, an errored one
 counting as 0, and ``mean_completed`` is over completed ones only. Both denominators are reported, with the
-standard error of ``mean`` clustered by task and its 95% confidence interval; a contract that declares a success
-threshold also gets pass@k and pass^k (formulas in :mod:`agentcompass.runtime.statistics`).
+standard error of ``mean`` clustered by task and its 95% confidence interval (Wilson for a success rate, else a t
+interval clipped to the metric's declared bounds); a contract that declares a success threshold also gets pass@k
+and pass^k (formulas in :mod:`agentcompass.runtime.statistics`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentcompass.runtime.records import GroupAggregate, MetricAggregate, PassAtK, RunMetrics
-from agentcompass.runtime.statistics import clustered_stderr, confidence_interval, pass_curves
+from agentcompass.runtime.statistics import clustered_stderr, mean_interval, pass_curves
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 
@@ -27,6 +28,7 @@ class MetricContract:
     :param success_threshold: a trial whose ``success_metric`` is at least this succeeded; set, the summary has
         pass@k and pass^k for k = 1..trials. ``None``: the metric is not pass/fail.
     :param success_metric: the scalar the threshold applies to (default: ``primary``).
+    :param bounds: the range of each scalar that declares one (``(low, high)``); intervals never leave it.
     """
 
     primary: str
@@ -35,6 +37,7 @@ class MetricContract:
     higher_is_better: bool = True
     success_threshold: float | None = None
     success_metric: str | None = None
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def label(self, name: str) -> str:
         return self.labels.get(name, name)
@@ -53,6 +56,7 @@ def make_metric_contract(
     binary: bool = False,
     success_threshold: float | None = None,
     success_metric: str | None = None,
+    bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | None = None,
 ) -> MetricContract:
     """Build a :class:`MetricContract`; ``primary`` is added to ``scalar`` when missing.
 
@@ -60,6 +64,8 @@ def make_metric_contract(
         (shorthand for that ``success_threshold``).
     :param success_threshold: declare pass/fail at this value of ``success_metric``; enables pass@k and pass^k.
     :param success_metric: which scalar decides success (default ``primary``).
+    :param bounds: the range the scalars take, ``(low, high)`` for every scalar or ``{name: (low, high)}``;
+        confidence intervals are clipped to it. ``binary`` implies ``(0, 1)`` for the success metric.
     """
     names = tuple(dict.fromkeys([primary, *scalar]))
     if not primary:
@@ -68,9 +74,54 @@ def make_metric_contract(
         success_threshold = BINARY_SUCCESS
     if success_metric is not None and success_metric not in names:
         raise ValueError(f"success_metric {success_metric!r} is not one of the scalars {names}")
+    if bounds is None:
+        declared: dict[str, tuple[float, float]] = {}
+    elif isinstance(bounds, Mapping):
+        declared = {str(k): _pair(v, k) for k, v in bounds.items()}
+        unknown = sorted(set(declared) - set(names))
+        if unknown:
+            raise ValueError(f"bounds name {unknown}, which are not among the scalars {names}")
+    else:
+        pair = _pair(bounds, "bounds")
+        declared = dict.fromkeys(names, pair)
+    if binary:
+        declared.setdefault(success_metric or primary, (0.0, 1.0))
     return MetricContract(
         primary=primary, scalar=names, labels=dict(labels or {}), higher_is_better=higher_is_better,
-        success_threshold=success_threshold, success_metric=success_metric,
+        success_threshold=success_threshold, success_metric=success_metric, bounds=declared,
+    )
+
+
+def _pair(value: object, name: object) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds of {name!r} must be a pair (low, high), not {value!r}") from None
+    if not low < high:
+        raise ValueError(f"bounds of {name!r} must have low < high, not {value!r}")
+    return low, high
+
+
+def contract_from_json(data: Mapping[str, object]) -> MetricContract:
+    """The contract ``run.json``'s plan records (``metric_contract``), read back; lenient about missing fields
+    (older runs have no ``bounds``)."""
+    primary = str(data["primary"])
+    scalar = tuple(str(s) for s in data.get("scalar") or ()) or (primary,)  # type: ignore[attr-defined]
+    threshold = data.get("success_threshold")
+    bounds: dict[str, tuple[float, float]] = {}
+    for name, pair in (data.get("bounds") or {}).items():  # type: ignore[attr-defined]
+        try:
+            bounds[str(name)] = _pair(pair, name)
+        except ValueError:
+            continue
+    labels = data.get("labels") or {}
+    return MetricContract(
+        primary=primary, scalar=tuple(dict.fromkeys((primary, *scalar))),
+        labels={str(k): str(v) for k, v in labels.items()},  # type: ignore[attr-defined]
+        higher_is_better=bool(data.get("higher_is_better", True)),
+        success_threshold=float(threshold) if type(threshold) in (int, float) else None,  # type: ignore[arg-type]
+        success_metric=data.get("success_metric") if isinstance(data.get("success_metric"), str) else None,
+        bounds=bounds,
     )
 
 
@@ -101,6 +152,7 @@ def aggregate_group(contract: MetricContract, results: Sequence[RunResult]) -> G
             clusters.append(values)
         mean = total / n if n else None
         stderr = clustered_stderr(clusters)
+        interval = mean_interval(clusters, contract.bounds.get(name))
         metrics[name] = MetricAggregate(
             label=contract.label(name),
             mean=mean,
@@ -110,7 +162,8 @@ def aggregate_group(contract: MetricContract, results: Sequence[RunResult]) -> G
             n_errored=n - n_completed,
             n_missing=missing,
             stderr=stderr,
-            ci95=confidence_interval(mean, stderr),
+            ci95=(interval.low, interval.high) if interval else None,
+            ci_method=interval.method if interval else None,
             n_tasks=len(by_task),
         )
     return GroupAggregate(

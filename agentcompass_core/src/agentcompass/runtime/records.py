@@ -59,8 +59,12 @@ class MetricAggregate:
     :param n_missing: completed tasks whose ``metrics`` lacked this scalar (counted as 0).
     :param stderr: the standard error of ``mean``, clustered by task (see
         :mod:`agentcompass.runtime.statistics`); ``None`` with fewer than two tasks.
-    :param ci95: the 95% confidence interval of ``mean`` (``[low, high]``), or ``None``.
+    :param ci95: the 95% confidence interval of ``mean`` (``[low, high]``), within the metric's declared bounds;
+        ``None`` with too few tasks (fewer than two).
     :param n_tasks: tasks behind the ``n`` results (``n / n_tasks`` trials each).
+    :param ci_method: how ``ci95`` was made: ``"wilson"`` (a success rate, clustered by task through the
+        effective sample size) or ``"t"`` (a t interval with ``n_tasks - 1`` degrees of freedom); see
+        :mod:`agentcompass.runtime.statistics`.
 
     With ``--trials``, ``n`` counts (task, trial) results.
     """
@@ -75,6 +79,7 @@ class MetricAggregate:
     stderr: float | None = None
     ci95: tuple[float, float] | None = None
     n_tasks: int = 0
+    ci_method: str | None = None
 
 
 @dataclass(frozen=True)

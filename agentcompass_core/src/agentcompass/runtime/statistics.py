@@ -7,8 +7,20 @@
       SE = sqrt( C / (C - 1) * sum_c ( sum_i (x[c][i] - m) )^2 ) / n
 
   With one trial per task this is the ordinary standard error of the mean, ``sqrt(s^2 / n)`` with the sample
-  variance ``s^2``; with several, it grows with how alike a task's trials are. The 95% confidence interval is
-  ``m ± 1.96 · SE`` (normal approximation; ``None`` with fewer than two tasks).
+  variance ``s^2``; with several, it grows with how alike a task's trials are.
+* **95% intervals** (:func:`mean_interval`) that hold for small samples and never leave the metric's range:
+
+  - a *success rate* (every value at one end of the metric's declared bounds, e.g. 0/1 rewards): the **Wilson
+    score interval** (Wilson 1927), which is never zero-width and never leaves [0, 1]. With several trials per
+    task the trials of a task are not independent, so the ``n`` in Wilson's formula is the **effective sample
+    size** ``n / deff`` (Kish's design effect ``deff = SE_clustered^2 / SE_independent^2``, both computed by the
+    formula above, held within ``[C, n]``: at most one sample per trial, at least one per task; with no
+    variation at all, when ``deff`` cannot be estimated, ``C``). With one trial per task it is the plain Wilson
+    interval.
+  - any other mean: a **t interval** ``m ± t(0.975, C - 1) · SE`` with ``C - 1`` degrees of freedom (C tasks),
+    clipped to the bounds the metric contract declares (``make_metric_contract(..., bounds=(0, 1))``; a binary
+    contract implies it for its success metric). Bounds that a value breaks are not trusted (no clipping).
+  - fewer than :data:`MIN_TASKS` tasks: no interval ("too few tasks").
 * **pass@k** (Chen et al., 2021): the chance that at least one of ``k`` trials drawn from a task's ``n``
   succeeds, ``1 - C(n - c, k) / C(n, k)`` for ``c`` successes, averaged over tasks.
 * **pass^k** (Yao et al., 2024, tau-bench): the chance that all ``k`` drawn trials succeed,
@@ -22,9 +34,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 #: The normal quantile of a two-sided 95% interval.
 Z95 = 1.959963984540054
+#: Fewer tasks than this and no interval means anything ("too few tasks").
+MIN_TASKS = 2
+#: The words shown where :func:`mean_interval` gives no interval.
+TOO_FEW_TASKS = "too few tasks"
 
 
 def clustered_stderr(clusters: Iterable[Sequence[float]]) -> float | None:
@@ -40,9 +57,123 @@ def clustered_stderr(clusters: Iterable[Sequence[float]]) -> float | None:
 
 
 def confidence_interval(mean: float | None, stderr: float | None, z: float = Z95) -> tuple[float, float] | None:
+    """The normal interval ``mean ± z · stderr`` (unbounded; :func:`mean_interval` is what summaries use)."""
     if mean is None or stderr is None:
         return None
     return (mean - z * stderr, mean + z * stderr)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 95% interval and how it was made: ``"wilson"`` (a success rate) or ``"t"`` (any other mean)."""
+
+    low: float
+    high: float
+    method: str
+
+
+def wilson_interval(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``p`` observed over ``n`` (possibly effective) samples."""
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    # The continued fraction of the regularized incomplete beta function (Numerical Recipes, 6.4).
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Student's t distribution function with ``df`` degrees of freedom."""
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on :func:`t_cdf`)."""
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2.0
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        if t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-12:
+            break
+    return (low + high) / 2.0
+
+
+def mean_interval(clusters: Iterable[Sequence[float]], bounds: tuple[float, float] | None = None
+                  ) -> Interval | None:
+    """The 95% interval of the mean of every value, clustered by task (see the module's docstring); ``None``
+    with fewer than :data:`MIN_TASKS` clusters."""
+    groups = [list(g) for g in clusters if len(g)]
+    values = [x for g in groups for x in g]
+    n, c = len(values), len(groups)
+    if c < MIN_TASKS:
+        return None
+    mean = sum(values) / n
+    if bounds is not None and not all(bounds[0] <= x <= bounds[1] for x in values):
+        bounds = None  # the declaration is wrong for these values: do not clip to it
+    if bounds is not None and bounds[1] > bounds[0] and all(x in bounds for x in values):
+        low, span = bounds[0], bounds[1] - bounds[0]
+        p = (mean - low) / span
+        scaled = [[(x - low) / span for x in g] for g in groups]
+        clustered = clustered_stderr(scaled) or 0.0
+        independent = clustered_stderr([[x] for g in scaled for x in g]) or 0.0
+        if independent > 0 and clustered > 0:
+            n_eff = min(max(n * independent**2 / clustered**2, c), n)
+        elif independent > 0:
+            n_eff = float(n)  # the tasks agree exactly: every trial counts
+        else:
+            n_eff = float(c)  # no variation at all: one sample per task
+        lo, hi = wilson_interval(p, n_eff)
+        return Interval(low + lo * span, low + hi * span, "wilson")
+    stderr = clustered_stderr(groups) or 0.0
+    half = t_quantile(0.975, c - 1) * stderr
+    lo, hi = mean - half, mean + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return Interval(lo, hi, "t")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -68,6 +68,7 @@ class ExampleCodingBenchmark(BaseBenchmark):
         primary="score",
         scalar=("score", "tests_passed_fraction"),
         labels={"score": "Solved (all hidden tests pass)", "tests_passed_fraction": "Hidden tests passed"},
+        bounds=(0, 1),
         binary=True,  # score is 1 when every hidden test passes: pass@k / pass^k over trials
     )
 

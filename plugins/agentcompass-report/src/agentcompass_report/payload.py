@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from agentcompass.runtime.metrics import MetricContract, aggregate
+from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 from agentcompass_report.conversation import REPORT_CAPS, Caps, capped, conversation
@@ -32,17 +32,7 @@ ARTIFACTS_CHARS = 20_000
 
 def contract_of(info: Mapping[str, Any]) -> MetricContract:
     """The run's metric contract, from ``run.json``'s plan."""
-    data = info["plan"]["metric_contract"]
-    primary = str(data["primary"])
-    scalar = tuple(str(s) for s in data.get("scalar") or ()) or (primary,)
-    threshold = data.get("success_threshold")
-    return MetricContract(
-        primary=primary, scalar=tuple(dict.fromkeys((primary, *scalar))),
-        labels={str(k): str(v) for k, v in (data.get("labels") or {}).items()},
-        higher_is_better=bool(data.get("higher_is_better", True)),
-        success_threshold=float(threshold) if type(threshold) in (int, float) else None,
-        success_metric=data.get("success_metric") if isinstance(data.get("success_metric"), str) else None,
-    )
+    return contract_from_json(info["plan"]["metric_contract"])
 
 
 def header(files: RunFiles) -> dict[str, Any]:

@@ -103,6 +103,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         labels={"reward": "Reward", "db": "DB", "env_assertion": "Env assertions", "action": "Actions",
                 "communicate": "Communicate"},
         binary=True,
+        bounds=(0, 1),
     )
     OPTIONS: ClassVar[tuple[str, ...]] = (
         "domain", "split", "data_dir", "task_set", "policy", "max_steps", "max_errors", "nl_assertions",

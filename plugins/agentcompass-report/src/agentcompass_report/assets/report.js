@@ -76,7 +76,7 @@
     return h ? h + " h " + (m % 60) + " min" : m + " min " + Math.round(s % 60) + " s";
   }
   function fmtCost(c) { return c == null ? "unknown" : "$" + (c < 0.01 && c > 0 ? c.toFixed(5) : c.toFixed(4)); }
-  function fmtCI(ci) { return ci ? "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : "–"; }
+  function fmtCI(ci) { return ci ? "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : "too few tasks"; }
   function isError(status) { return status && status !== "COMPLETED"; }
   function statusEl(status) { return el("span", { cls: "st " + (isError(status) ? "err" : "ok"), text: status || "–" }); }
   function labelOf(run, name) {
@@ -248,7 +248,7 @@
     Object.keys(counts).forEach(function (k) { if (isError(k)) errors += counts[k]; });
     return "The model " + h.model + " (harness " + h.harness + ") " + (run.live ? "has so far finished " : "was run on ") +
       plural(s.n_tasks || 0, "task") + " of " + h.benchmark + (s.trials > 1 ? ", " + s.trials + " trials each" : "") +
-      ": mean " + labelOf(run, primaryOf(run)) + " " + fmt(m.mean) + (m.ci95 ? " (95% CI " + fmt(m.ci95[0]) + " to " + fmt(m.ci95[1]) + ")" : "") +
+      ": mean " + labelOf(run, primaryOf(run)) + " " + fmt(m.mean) + (m.ci95 ? " (95% CI " + fmt(m.ci95[0]) + " to " + fmt(m.ci95[1]) + ")" : m.mean != null ? " (too few tasks for a 95% interval)" : "") +
       ", " + (errors ? plural(errors, "result") + " ended in an error (counted as 0)." : "no result ended in an error.");
   }
   function passOne(run) {
@@ -371,7 +371,7 @@
     });
     return barChart(labelOf(runs[0], primaryOf(runs[0])) + " per category (mean, errors = 0, with 95% CI)", groups, series,
                     { id: "chart-categories", max: null, unit: unitMetric(),
-                      note: unitMetric() ? "intervals are clipped to [0, 1]" : null });
+                      note: null });
   }
   function unitMetric() {
     return records.every(function (recs) { return recs.every(function (o) { return o.score == null || (o.score >= 0 && o.score <= 1); }); });
