@@ -34,6 +34,7 @@ from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
+from agentcompass.known_secrets import known_secrets, missing_secret_env
 from agentcompass.logging import make_run_logger
 from agentcompass.models.gateway import ModelGateway, is_loopback, prune_socket_dirs
 from agentcompass.models.roles import GatewayModelAccess, build_clients, model_aliases, model_ids, spent_usd
@@ -59,6 +60,7 @@ from agentcompass.runtime.records import RunInfo, RunPlan, RunSummary, TaskEvent
 from agentcompass.runtime.remote_attempts import scrub_request
 from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
+from agentcompass.serialization import unstructure
 
 
 @attrs.define
@@ -89,7 +91,7 @@ def distinct(specs: Iterable[EnvironmentSpec]) -> list[EnvironmentSpec]:
 #: Fields a resumed run may change: how it is scheduled and connected, never what defines its tasks or scores.
 RESUMABLE_FIELDS = (
     "concurrency", "max_environments", "retries", "max_retries", "max_connections", "request_timeout",
-    "executor", "executor_args", "gateway_host",
+    "executor", "executor_args", "gateway_host", "secret_env",
 )
 
 
@@ -155,8 +157,12 @@ class Runner:
             # Before anything is written: an executor that cannot run this here says so now.
             secrets = provider_secrets(clients)
             await executor.check(scrub_request(req, secrets), distinct(all_specs.values()), secrets=secrets)
+            missing = missing_secret_env(req.secret_env)
+            if missing:
+                raise UsageError(f"--secret-env names {', '.join('$' + m for m in missing)}, which is not set; "
+                                 "set it or leave it out")
             redactor = Redactor()
-            redactor.add(*secrets)
+            redactor.add(*secrets, *known_secrets([unstructure(req)]))  # what the report masks, masked on write
             if store is None:
                 store = RunDirectory.create(self.run_dir or Path("runs") / req.run_id, redactor)
             else:

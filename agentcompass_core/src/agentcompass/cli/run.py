@@ -69,6 +69,10 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
     ("max_cost", ("--max-cost",),
      {"type": click.FloatRange(min=0, min_open=True), "metavar": "USD",
       "help": "Stop the run once its model calls cost this much (needs known prices)."}),
+    ("secret_env", ("--secret-env",),
+     {"multiple": True, "metavar": "VAR",
+      "help": "Mask this variable's value in everything the run writes (repeatable); credential-named "
+              "variables (*_API_KEY, *_TOKEN, *_SECRET, ...) are masked without it."}),
     ("prices", ("--prices",),
      {"type": click.Path(dir_okay=False), "metavar": "FILE",
       "help": "JSON price table (USD per 1M input/output tokens) extending the built-in one; also "
@@ -121,6 +125,7 @@ def request_from_options(benchmark: str, harness: str, model: str, user_model: s
             raise CLIError(f"--phase-timeout {key}={value!r}: seconds must be a number") from None
     values["phase_timeouts"] = timeouts
     values["task_ids"] = tuple(values["task_ids"])
+    values["secret_env"] = tuple(values["secret_env"])
     if values["prices"]:
         values["prices"] = str(Path(values["prices"]).resolve())
     return RunRequest(

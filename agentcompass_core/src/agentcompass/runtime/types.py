@@ -179,6 +179,9 @@ class RunRequest:
     #: executor whose workers run on other machines needs an address they can reach (``0.0.0.0`` or this
     #: machine's), which exposes the gateway's per-attempt-token endpoint to that network.
     gateway_host: str = "127.0.0.1"
+    #: Names of environment variables whose values the run masks in everything it writes (``--secret-env``),
+    #: besides the provider keys and every credential-named variable (:mod:`agentcompass.known_secrets`).
+    secret_env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
