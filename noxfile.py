@@ -11,7 +11,7 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (docker tests need an engine: ../shared/ci/docker-up.sh)."""
+    """The test suite (docker tests need an engine: .ci/docker-up.sh)."""
     session.run("uv", "run", "pytest", *session.posargs, external=True)
 
 

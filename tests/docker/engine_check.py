@@ -21,7 +21,7 @@ import pytest
 T = TypeVar("T")
 
 IMAGE = "python:3.11-slim"
-HINT = "run ../shared/ci/docker-up.sh as root (or point DOCKER_HOST at an engine)"
+HINT = "run .ci/docker-up.sh as root (or point DOCKER_HOST at an engine)"
 CHECK_TIMEOUT = 30.0
 
 #: Every process of a container, one line each: ``PID CMDLINE`` (no ``ps`` needed in the image).

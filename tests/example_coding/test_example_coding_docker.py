@@ -1,6 +1,6 @@
 """example_coding in the ``docker`` environment: the verifier's guards hold inside a container too.
 
-Needs a running Docker engine with the local ``python:3.11-slim`` image (``shared/ci/docker-up.sh``); skipped
+Needs a running Docker engine with the local ``python:3.11-slim`` image (``.ci/docker-up.sh``); skipped
 otherwise, with the reason, by the engine check the docker tests share (not by how the CLI happens to fail).
 """
 

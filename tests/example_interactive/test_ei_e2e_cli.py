@@ -131,7 +131,7 @@ def _docker_ready(tmp_path: Path) -> str | None:
         info = subprocess.run(["docker", "info"], capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return "no docker client"
-    return None if info.returncode == 0 else "no Docker engine (../shared/ci/docker-up.sh)"
+    return None if info.returncode == 0 else "no Docker engine (.ci/docker-up.sh)"
 
 
 @pytest.mark.docker

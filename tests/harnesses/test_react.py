@@ -4,6 +4,7 @@ that answers with tool calls (through the ``openai-compatible`` provider: every 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from agentcompass.errors import UsageError
 from agentcompass.runtime import RunResult, TaskStatus
+from agentcompass.serialization import result_from_json
 from agentcompass_harnesses.react import NUDGE, ReactHarness
 
 from tests.harnesses.support import (
@@ -138,6 +140,11 @@ async def test_a_model_error_ends_the_task_with_its_cause(tmp_path: Path, status
         return status, {"error": {"message": message}}
 
     run, _ = await run_with(script, Tiny, run_dir=tmp_path / "run")
+    if status >= 500:  # a provider outage: the attempt is recorded, the task stays unfinished (resumable)
+        assert run.results == [] and run.summary["n_unfinished"] == 1
+        (result,) = [result_from_json(json.loads(x)) for x in (tmp_path / "run" / "attempts.jsonl").open()]
+        assert result.error.startswith("model provider outage") and expect in result.error
+        return
     result = run.result("t1")
     assert result.status is TaskStatus.RUN_ERROR and result.error_phase == "run"
     assert result.error.startswith("model call failed") and expect in result.error

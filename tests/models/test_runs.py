@@ -75,22 +75,23 @@ def test_bad_key_stops_the_run_early_and_resume_finishes(server: FakeModelServer
     assert outcome.exit_code == 1
     assert "authentication failed (HTTP 401)" in summary.stopped_reason
     assert "$TEST_MODEL_KEY" in summary.stopped_reason
-    assert summary.n_finished <= 4, summary  # at most the tasks in flight when the key was rejected
-    results = read_jsonl(out / "results.jsonl")
-    assert results and all(r["status"] == "RUN_ERROR" for r in results)
-    assert all("authentication failed" in r["error"] for r in results)
-    assert summary.status_counts["CANCELLED"] == 30 - summary.n_finished
+    # The tasks in flight when the key was rejected stay unfinished (attempts), never final errors.
+    assert summary.n_finished == 0 and read_jsonl(out / "results.jsonl") == [], summary
+    attempts = read_jsonl(out / "attempts.jsonl")
+    assert 1 <= len(attempts) <= 4 and all("authentication failed" in a["error"] for a in attempts)
+    assert summary.n_unfinished == 30
     assert len(server.requests) <= 4
     assert wrong not in all_text(out)
     # Fix the key and resume: every task ends with exactly one final record.
     monkeypatch.setenv("TEST_MODEL_KEY", API_KEY)
     again = run(RunRequest(benchmark="", harness="", model="", concurrency=4), out, resume=True)
-    assert again.summary.stopped_reason is None and again.exit_code == 1  # the first failures stay
+    # Nothing was lost to the rejected key: every task completes, as if the key had been right all along.
+    assert again.summary.stopped_reason is None and again.exit_code == 0
     final: dict[str, list[str]] = {}
     for r in read_jsonl(out / "results.jsonl"):
         final.setdefault(r["task_id"], []).append(r["status"])
     assert len(final) == 30 and all(len(v) == 1 for v in final.values())
-    assert sum(v == ["COMPLETED"] for v in final.values()) == 30 - summary.n_finished
+    assert sum(v == ["COMPLETED"] for v in final.values()) == 30
 
 
 def test_missing_role_is_a_usage_error_before_the_run(server: FakeModelServer, tmp_path: Path) -> None:
@@ -218,7 +219,7 @@ def test_max_cost_stops_scheduling_and_resume_continues(server: FakeModelServer,
     assert summary.stopped_reason.startswith("limit reached: max_cost=0.05 USD")
     assert outcome.exit_code == 1
     assert 1 <= summary.n_finished < 20
-    assert summary.status_counts.get("CANCELLED") == 20 - summary.n_finished
+    assert summary.n_unfinished == 20 - summary.n_finished
     assert summary.usage["agent"].cost_usd >= 0.05 or summary.status_counts.get("LIMIT_REACHED")
     again = run(RunRequest(benchmark="", harness="", model="", max_cost=100.0, concurrency=4), out, resume=True)
     assert again.summary.stopped_reason is None and again.summary.n_finished == 20
@@ -241,7 +242,8 @@ def test_an_upstream_error_the_gateway_already_retried_is_not_retried_again_in_t
                 "--model-base-url", server.base_url, "--model-api-key-env", "TEST_MODEL_KEY", "--max-retries", "1",
                 "-o", str(out)], env={"TEST_MODEL_KEY": API_KEY})
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
-    (result,) = read_jsonl(out / "results.jsonl")
+    assert read_jsonl(out / "results.jsonl") == []  # a provider outage: unfinished, recorded as an attempt
+    (result,) = read_jsonl(out / "attempts.jsonl")
     assert result["status"] == "RUN_ERROR" and "overloaded" in result["error"], result["error"]
     assert len(server.requests) == 2, [r["time"] for r in server.requests]
     assert result["error"].count("attempts") <= 1, result["error"]

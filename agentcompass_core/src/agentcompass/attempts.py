@@ -41,6 +41,8 @@ class AttemptQueue:
     final: dict[tuple[str, int], RunResult]
     total: int
     stop_reason: Callable[[], str | None] = lambda: None
+    #: Stops the run's scheduling (and its model calls) with a reason: an outage past ``--retries``.
+    stop: Callable[[str], None] = lambda reason: None
     on_result: ResultCallback | None = None
     _pending: deque[AttemptSpec] = attrs.field(factory=deque)
     _in_flight: dict[tuple[str, int, int], AttemptSpec] = attrs.field(factory=dict)
@@ -62,6 +64,10 @@ class AttemptQueue:
             timeouts=self.timeouts, request=self.request, gateway_env=self.gateway_env, trial=trial,
             seed=trial_seed(self.request.seed or 0, task.task_id, trial), rescore=rescore,
         )
+
+    def in_flight(self) -> int:
+        """Attempts handed out and not reported yet."""
+        return len(self._in_flight)
 
     # -- the AttemptSource protocol ------------------------------------------------------------------
 
@@ -93,6 +99,9 @@ class AttemptQueue:
         result, task_id, trial, attempt = outcome.result, spec.task.task_id, spec.trial, spec.attempt
         if outcome.trajectory:
             self.store.append_trajectory(task_id, trial, attempt, outcome.trajectory)
+        if outcome.unfinished is not None:
+            self._record_unfinished(spec, outcome)
+            return
         if outcome.retryable and attempt < self._last_allowed[(task_id, trial)]:
             self.store.append_attempt(result)
             self.log.warning("task.retry", task_id=task_id, trial=trial, attempt=attempt,
@@ -111,6 +120,21 @@ class AttemptQueue:
             if result.error and self.store.redactor.active:  # what is printed is masked like what is written
                 shown = replace(result, error=self.store.redactor.text(result.error))
             self.on_result(shown, len(self.final), self.total)
+
+    def _record_unfinished(self, spec: AttemptSpec, outcome: AttemptOutcome) -> None:
+        """An attempt cut short by a failure outside the task: recorded as an attempt, retried when that may
+        help and ``--retries`` allows, else its (task, trial) stays unfinished and the run stops scheduling."""
+        result, task_id, trial, attempt = outcome.result, spec.task.task_id, spec.trial, spec.attempt
+        self.store.append_attempt(result)
+        self._event("task.retry", result)
+        if outcome.retryable and attempt < self._last_allowed[(task_id, trial)] and not self.stop_reason():
+            self.log.warning("task.retry", task_id=task_id, trial=trial, attempt=attempt,
+                             status=result.status.value, error=result.error)
+            self._pending.appendleft(self._spec(spec.task, trial, attempt + 1, spec.rescore))
+            return
+        self.log.warning("task.unfinished", task_id=task_id, trial=trial, attempt=attempt, reason=outcome.unfinished)
+        if not self.stop_reason():
+            self.stop(outcome.unfinished or "")
 
     def _event(self, kind: Any, result: RunResult) -> None:
         self.host.notify("agentcompass_task_event", event=TaskEvent(

@@ -70,10 +70,11 @@ class HeadGrant:
         if meter.limit_reached and result.status is not TaskStatus.LIMIT_REACHED:
             result = replace(result, status=TaskStatus.LIMIT_REACHED, error=meter.limit_reached,
                              error_phase="run", metrics={})
-        elif meter.fatal_error and result.status is TaskStatus.RUN_ERROR:
-            result = replace(result, error=f"model call failed: {meter.fatal_error}")
-        retryable = outcome.retryable and not (meter.limit_reached or meter.fatal_error)
-        return AttemptOutcome(self._metered(result), retryable, self._trajectory(), outcome.prepared)
+        unfinished, worth_retrying = meter.unfinished()
+        if unfinished and result.status is TaskStatus.RUN_ERROR:
+            result = replace(result, error=unfinished)
+        retryable = worth_retrying if unfinished else outcome.retryable and not meter.limit_reached
+        return AttemptOutcome(self._metered(result), retryable, self._trajectory(), outcome.prepared, unfinished)
 
     def fail(self, message: str, *, retryable: bool = True) -> AttemptOutcome:
         self._revoke()

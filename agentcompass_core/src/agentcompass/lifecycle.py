@@ -246,7 +246,11 @@ class TaskAttempt:
             timings={**result.timings, **self.timings},
             usage={**result.usage, **({"models": self.meter.totals()} if self.meter.calls else {})},
         )
-        return AttemptOutcome(result, retryable, tuple(unstructure(c) for c in self.meter.calls), self.prepared)
+        unfinished, worth_retrying = self.meter.unfinished()
+        if unfinished:
+            retryable = worth_retrying
+        return AttemptOutcome(result, retryable, tuple(unstructure(c) for c in self.meter.calls), self.prepared,
+                              unfinished)
 
     async def _phases(
         self, plan: ExecutionPlan, base_env: dict[str, str], artifacts_dir: Path

@@ -99,6 +99,19 @@ class PluginHost:
     registry: dict[str, dict[str, Registration]] = attrs.field(
         factory=lambda: {kind: {} for kind in REGISTRATION_HOOKS}
     )
+    #: The plugins ``$AGENTCOMPASS_LOAD_PLUGINS`` (or ``only``) limited loading to, and those of its names no
+    #: installed plugin has (``None``: no limit).
+    selection: frozenset[str] | None = None
+    unknown_selected: tuple[str, ...] = ()
+
+    def selection_note(self) -> str:
+        """What the loading limit did, for messages (empty without one)."""
+        if self.selection is None:
+            return ""
+        note = f"${LOAD_PLUGINS_ENV} limits loading to: {', '.join(sorted(self.selection))}"
+        if self.unknown_selected:
+            note += f" (no installed plugin is called {', '.join(self.unknown_selected)})"
+        return note + "."
 
     # -- loading -------------------------------------------------------------------------------------
 
@@ -218,6 +231,8 @@ class PluginHost:
             broken = [r.name for r in self.records.values() if r.error]
             if broken:
                 hint = f"Plugins that failed to load: {', '.join(sorted(broken))} (see 'agentcompass plugins list')."
+            if self.selection is not None:
+                hint = f"{hint} {self.selection_note()}".strip()
             raise unknown_name(kind.replace("_", " "), name, self.registry[kind], hint) from None
 
     def plugin_of(self, kind: str, name: str) -> PluginRecord | None:
@@ -281,4 +296,7 @@ def load_plugins(
             host.records[ep.name] = record
             continue
         host.add_plugin(plugin, ep.name, record)
+    if selected is not None:
+        host.selection = frozenset(selected)
+        host.unknown_selected = tuple(sorted(selected - seen))
     return host

@@ -148,9 +148,13 @@ async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec
         unknown = [tid for tid in req.task_ids if tid not in seen]
         if unknown:
             sample = ", ".join(sorted(seen)[:10])
+            categories = {t.category for t in tasks}
+            prefixes = sorted({tid.split("/")[0] for tid in unknown if "/" in tid} - categories)
+            hint = (f"; the benchmark's options choose which tasks it loads — for {prefixes[0]!r} try "
+                    f"-b domain={prefixes[0]} (or see its README)" if prefixes else "")
             raise UsageError(
                 f"unknown task id(s) {', '.join(unknown)} for benchmark {req.benchmark!r}; "
-                f"see 'agentcompass tasks list {req.benchmark}' (e.g. {sample})"
+                f"see 'agentcompass tasks list {req.benchmark}' (e.g. {sample}){hint}"
             )
         wanted = set(req.task_ids)
         tasks = [t for t in tasks if t.task_id in wanted]
@@ -196,6 +200,24 @@ def _positive_seconds(option: str, value: float) -> None:
         raise UsageError(f"{option} must be a positive number of seconds, got {value:g}")
 
 
+def check_gateway_host(host: str) -> None:
+    """``--gateway-host`` must be an address this machine can listen on; else a usage error saying so."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise UsageError(f"--gateway-host {host!r} is not an address or host name this machine can resolve "
+                         f"({exc}); give one of its addresses (127.0.0.1, 0.0.0.0, or an interface's)") from None
+    family, kind, proto, _, address = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+    except OSError as exc:
+        raise UsageError(f"--gateway-host {host!r}: the model gateway cannot listen there ({exc.strerror or exc}); "
+                         "give one of this machine's addresses (127.0.0.1, 0.0.0.0, or an interface's)") from None
+
+
 def check_request(req: RunRequest) -> None:
     """Scheduling knobs that cannot work are usage errors, before anything is built."""
     if req.concurrency < 1:
@@ -208,6 +230,7 @@ def check_request(req: RunRequest) -> None:
         raise UsageError(f"--trials must be at least 1, got {req.trials}")
     if req.seed is not None and not 0 <= req.seed < SEED_LIMIT:
         raise UsageError(f"--seed must be from 0 to {SEED_LIMIT - 1}, got {req.seed}")
+    check_gateway_host(req.gateway_host)
     if req.limit is not None and req.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {req.limit} (leave it out to run every task)")
     if req.timeout is not None:

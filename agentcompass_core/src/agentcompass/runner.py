@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,7 +52,7 @@ from agentcompass.resolve import (
     resolve,
 )
 from agentcompass.results.run_dir import LOGS, RunDirectory
-from agentcompass.results.summary import build_run_info, build_summary, contract_json
+from agentcompass.results.summary import build_run_info, build_summary, contract_json, planned_work
 from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.executor import AttemptSpec
 from agentcompass.runtime.logs import bound_run_logger
@@ -73,7 +74,7 @@ class RunOutcome:
     def exit_code(self) -> ExitCode:
         if self.interrupted:
             return ExitCode.INTERRUPTED
-        if any(k != "COMPLETED" for k in self.summary.status_counts):
+        if any(k != "COMPLETED" for k in self.summary.status_counts) or self.summary.unfinished:
             return ExitCode.TASK_ERRORS
         return ExitCode.OK
 
@@ -88,11 +89,20 @@ def distinct(specs: Iterable[EnvironmentSpec]) -> list[EnvironmentSpec]:
     return list({id(spec): spec for spec in specs}.values())
 
 
-#: Fields a resumed run may change: how it is scheduled and connected, never what defines its tasks or scores.
+#: Fields a resumed run may change: how it is scheduled, connected, timed and budgeted, never what defines its
+#: tasks or scores (``trials`` only grows, ``seed`` stays; both are checked apart).
 RESUMABLE_FIELDS = (
     "concurrency", "max_environments", "retries", "max_retries", "max_connections", "request_timeout",
-    "executor", "executor_args", "gateway_host", "secret_env",
+    "executor", "executor_args", "gateway_host", "secret_env", "timeout", "phase_timeouts", "model_base_url",
+    "model_api_key_env", "max_cost", "prices",
 )
+#: How the CLI spells the request fields a resume refuses to change.
+OPTION_NAMES = {
+    "environment": "--env", "environment_args": "--env-arg", "benchmark_args": "-b/--benchmark-arg",
+    "harness_args": "--harness-arg", "model_args": "-m/--model-arg", "role_models": "--user-model/--judge-model",
+    "limit": "-n/--limit", "task_ids": "-t/--task-id", "max_tokens_per_task": "--max-tokens-per-task",
+}
+_DEFAULT_REQUEST = RunRequest(benchmark="", harness="", model="")
 
 
 @attrs.define
@@ -104,7 +114,9 @@ class Runner:
     run_dir: Path | None = None
     resume: bool = False
     on_result: ResultCallback | None = None
-    on_start: Callable[[int, int], None] | None = None
+    #: Told, before any attempt starts: the planned total, how many of it are already finished (a resume), the
+    #: trials per task, the run directory, and a function giving (attempts in flight, cost so far or None).
+    on_start: Callable[..., None] | None = None
     #: Install SIGINT/SIGTERM handlers while running (the CLI does; library callers may not want it).
     handle_signals: bool = True
     #: Told of every signal the run receives: its name and how many have arrived.
@@ -163,6 +175,7 @@ class Runner:
                                  "set it or leave it out")
             redactor = Redactor()
             redactor.add(*secrets, *known_secrets([unstructure(req)]))  # what the report masks, masked on write
+            created = store is None
             if store is None:
                 store = RunDirectory.create(self.run_dir or Path("runs") / req.run_id, redactor)
             else:
@@ -171,6 +184,11 @@ class Runner:
             try:
                 return await self._execute(req, resolved, tasks, all_specs, clients, store, previous, interrupts,
                                            source)
+            except Exception:
+                if created:  # a set-up failure (no engine, ...) leaves no empty run directory behind
+                    store.close()
+                    store.remove_if_nothing_recorded()
+                raise
             finally:
                 store.close()
         finally:
@@ -189,20 +207,27 @@ class Runner:
                     f"{store.path} belongs to a run of {field} {getattr(old, field)!r}, not {given!r}; "
                     "resume it with the same benchmark, harness and model (or leave them out)"
                 )
+        # Library callers say nothing of what was given: a field that differs from the default was.
+        given = self.given or frozenset(f.name for f in dataclass_fields(RunRequest)
+                                        if getattr(new, f.name) != getattr(_DEFAULT_REQUEST, f.name))
+        fixed = ("benchmark", "harness", "model", "run_id", "trials", "seed")
+        changed = sorted(f for f in given if f not in RESUMABLE_FIELDS and f not in fixed
+                         and getattr(new, f) != getattr(old, f))
+        if changed:
+            names = ", ".join(OPTION_NAMES.get(f, "--" + f.replace("_", "-")) for f in changed)
+            raise UsageError(f"--resume cannot change {names}: they define {store.path}'s tasks or scores. Resume "
+                             "with the options it was run with (leave them out), or start a new run (-o NEW_DIR); "
+                             "a resume may change only concurrency, timeouts, retries, connections, the budget and "
+                             "--trials (to add trials)")
         trials = old.trials
-        if "trials" in self.given:
+        if "trials" in given:
             if new.trials < old.trials:
                 raise UsageError(f"{store.path} has {old.trials} trials per task; --resume can add trials "
                                  f"(--trials {old.trials + 1} or more), not drop them (--trials {new.trials})")
             trials = new.trials
-        if "seed" in self.given and new.seed != old.seed:
+        if "seed" in given and new.seed != old.seed:
             raise UsageError(f"{store.path} was run with --seed {old.seed}; a resume keeps it (leave --seed out)")
-        return replace(
-            old, **{f: getattr(new, f) for f in RESUMABLE_FIELDS}, trials=trials,
-            model_base_url=new.model_base_url or old.model_base_url,
-            model_api_key_env=new.model_api_key_env or old.model_api_key_env,
-            max_cost=new.max_cost if new.max_cost is not None else old.max_cost,
-        )
+        return replace(old, **{f: getattr(new, f) for f in RESUMABLE_FIELDS if f in given}, trials=trials)
 
     async def _execute(
         self,
@@ -231,6 +256,13 @@ class Runner:
             else:
                 work = [(t, trial) for trial in range(1, req.trials + 1) for t in tasks]
             todo = [(t, trial) for t, trial in work if (t.task_id, trial) not in finished]
+            if req.concurrency > max(len(todo), 1):  # more workers than attempts only costs start-up time
+                note = (f"--concurrency {req.concurrency} is more than this run can use ({len(todo)} attempts to "
+                        f"run): using {max(len(todo), 1)}")
+                log.warning("run.concurrency_capped", requested=req.concurrency, used=max(len(todo), 1))
+                if self.on_warning is not None:
+                    self.on_warning(note)
+                req = replace(req, concurrency=max(len(todo), 1))
             final = dict(finished)
             provider = resolved.provider
             if self.resume:
@@ -257,7 +289,8 @@ class Runner:
                         host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
                     )
                 access = GatewayModelAccess(clients, gateway, base_url, request=req)
-                access.budget.add_cost(spent_usd(finished.values()))  # a resume carries what was spent
+                # A resume carries what was spent, retried attempts included.
+                access.budget.add_cost(spent_usd([*finished.values(), *store.attempt_results()]))
                 context = InProcessContext(
                     request=req, benchmark=resolved.benchmark, harness=resolved.harness, provider=provider,
                     models=access, artifacts_root=store.artifacts_dir,
@@ -271,11 +304,13 @@ class Runner:
                     request=req, store=store, host=self.host, log=log, timeouts=phase_timeouts(req),
                     specs=specs, gateway_env=gateway_env,
                     final=final, total=len(work), stop_reason=lambda: access.stop_reason if access else None,
+                    stop=access.budget.stop,
                     on_result=self.on_result,
                 )
                 queue.add(todo, attempts_used, source.rescores() if source else None)
                 store.write_run_info(build_run_info(req, self._plan(req, resolved), resolved.plugin_versions,
-                                                    previous, started_at, source.derived_from() if source else None))
+                                                    previous, started_at, source.derived_from() if source else None,
+                                                    planned_work(req, work)))
                 log.info("run.started", benchmark=req.benchmark, harness=req.harness, model=req.model,
                          environment=req.environment, executor=req.executor, n_tasks=len(tasks),
                          trials=req.trials, seed=req.seed, n_todo=len(todo), resumed=self.resume,
@@ -283,7 +318,9 @@ class Runner:
                 self.host.notify("agentcompass_run_started", run_id=req.run_id, request=req,
                                  run_dir=str(store.path))
                 if self.on_start:
-                    self.on_start(len(work), len(finished))
+                    budget, in_flight = access.budget, queue.in_flight
+                    self.on_start(len(work), len(finished), req.trials, str(store.path),
+                                  lambda: (in_flight(), budget.spent_usd if access.prices_known else None))
                 try:
                     await resolved.executor.execute(queue, context)
                 finally:
@@ -310,7 +347,7 @@ class Runner:
                 req, resolved.contract, work, final, interrupted=interrupts.interrupted,
                 # A budget or a fatal model error (bad credentials) stops scheduling; unrun tasks stay resumable.
                 stopped_reason=access.stop_reason if access is not None else None,
-                duration_s=time.time() - started_at, run_dir=str(store.path),
+                duration_s=time.time() - started_at, run_dir=str(store.path), attempts=store.attempt_results(),
             )
             store.write_summary(summary, final)
             log.info("run.finished", status_counts=dict(summary.status_counts), interrupted=summary.interrupted,

@@ -59,13 +59,20 @@ def cli_errors() -> Iterator[None]:
         ) from None
 
 
+#: An example of each KEY=VALUE option, for messages.
+PAIR_EXAMPLES = {"--phase-timeout": "run=600", "--harness-arg": "max_turns=5", "--benchmark-arg": "split=test",
+                 "--model-arg": "temperature=0", "--env-arg": "memory=4g", "--executor-arg": "address=auto"}
+
+
 def parse_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
-    """``("a=1", "b=x=y")`` → ``{"a": "1", "b": "x=y"}``; anything else is a usage error naming it."""
+    """``("a=1", "b=x=y")`` → ``{"a": "1", "b": "x=y"}``; anything else is a usage error naming it. A key given
+    again adds to it, comma-separated (``("upload=a:/x", "upload=b:/y")`` → ``{"upload": "a:/x,b:/y"}``)."""
     out: dict[str, str] = {}
     for value in values:
         key, sep, val = value.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise CLIError(f"{option} takes KEY=VALUE, got {value!r} (e.g. {option} max_turns=5)")
-        out[key] = val
+            example = PAIR_EXAMPLES.get(option, "key=value")
+            raise CLIError(f"{option} takes KEY=VALUE, got {value!r} (e.g. {option} {example})")
+        out[key] = f"{out[key]},{val}" if key in out else val
     return out

@@ -44,6 +44,7 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
     overrides = {k: v for k, v in given.items() if v is not None}
     request = RunRequest(benchmark="", harness="", model="", role_models={"judge": judge_model} if judge_model else {},
                          **overrides)
+    _warn_if_unfinished(run_dir)
     progress = Progress(enabled=True)
     runner = Runner(plugin_host(ctx), request, run_dir=output, rescore_from=run_dir, on_result=progress.task_done,
                     on_start=progress.start, given=frozenset(overrides),
@@ -53,6 +54,22 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
     progress.stop()
     emit_json(unstructure(outcome.summary)) if as_json else click.echo(summary_text(outcome.summary))
     ctx.exit(outcome.exit_code)
+
+
+def _warn_if_unfinished(run_dir: Path) -> None:
+    """``evaluate`` scores only finished results: say so when the source run is unfinished."""
+    from agentcompass.results.run_dir import RunDirectory
+    from agentcompass.results.summary import summary_so_far
+
+    with cli_errors():
+        store = RunDirectory.open_existing(run_dir)
+        summary = store.read_summary()
+        if summary is None:
+            summary = summary_so_far(store.read_run_info(), store.final_results(), (), str(run_dir))
+    if summary.unfinished:
+        click.echo(f"warning: {run_dir} is unfinished ({summary.n_unfinished} of {summary.n_planned} planned results "
+                   f"have no final record): only its {summary.n_finished} finished results are scored again; "
+                   f"finish it first with: agentcompass run --resume {run_dir}", err=True)
 
 
 @click.command("compare")

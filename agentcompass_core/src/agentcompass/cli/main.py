@@ -13,7 +13,7 @@ import click
 
 from agentcompass import __version__
 from agentcompass.cli.common import emit_json, plugin_host
-from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
+from agentcompass.cli.errors import cli_errors, parse_pairs
 from agentcompass.cli.evaluate import compare_command, evaluate_command
 from agentcompass.cli.run import run_command
 from agentcompass.exit_codes import ExitCode
@@ -117,17 +117,19 @@ results_group.add_command(compare_command)
 def results_show(run_dir: Path, as_json: bool, show_tasks: bool) -> None:
     """Show the summary (and per-task results) of RUN_DIR. Nothing in RUN_DIR is changed."""
     from agentcompass.results.run_dir import RunDirectory
+    from agentcompass.results.summary import summary_so_far
     from agentcompass.serialization import unstructure
 
     with cli_errors():
         store = RunDirectory.open_existing(run_dir)
         summary = store.read_summary()
-        results = store.final_results() if show_tasks else {}
+        results = store.final_results() if show_tasks or summary is None else {}
+        if summary is None:  # still going, or killed: what it has so far, from run.json and the results
+            summary = summary_so_far(store.read_run_info(), results, store.attempt_results(), str(run_dir))
+            click.echo(f"{run_dir} has no summary.json (the run is still going or was killed): these are its "
+                       f"results so far; finish it with: agentcompass run --resume {run_dir}", err=True)
     for warning in store.warnings:
         click.echo(f"warning: {warning}", err=True)
-    if summary is None:
-        raise CLIError(f"{run_dir} has no summary.json yet (the run is still going or was killed); "
-                       f"finish it with: agentcompass run --resume {run_dir}")
     if as_json:
         data = unstructure(summary)
         if show_tasks:
@@ -138,9 +140,9 @@ def results_show(run_dir: Path, as_json: bool, show_tasks: bool) -> None:
 
     click.echo(summary_text(summary))
     if show_tasks:
-        rows = [[r.task_id, r.status.value, ", ".join(f"{k}={v:g}" for k, v in r.metrics.items()),
+        rows = [[r.task_id, r.trial, r.status.value, ", ".join(f"{k}={v:g}" for k, v in r.metrics.items()),
                  (r.error or "")[:80]] for r in results.values()]
-        click.echo(table(["task_id", "status", "metrics", "error"], rows))
+        click.echo(table(["task_id", "trial", "status", "metrics", "error"], rows))
 
 
 # -- env -------------------------------------------------------------------------------------------------
@@ -175,6 +177,8 @@ def main() -> None:
     """The ``agentcompass`` command: load the plugins once, let them add their commands, run."""
     try:
         host = load_plugins()
+        if host.unknown_selected:
+            click.echo(f"warning: {host.selection_note()}", err=True)
         host.add_commands(cli)
         cli(prog_name="agentcompass", obj={"plugin_host": host, "loaded": True})
     except KeyboardInterrupt:

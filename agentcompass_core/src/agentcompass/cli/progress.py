@@ -1,49 +1,97 @@
-"""Progress on stderr: a rich progress bar on a terminal, one plain line per finished task otherwise."""
+"""Progress on stderr. The run directory first; then, on a terminal, one live status line (done / running /
+errored / rate / ETA / cost so far); one plain line per finished task when stderr is not a terminal or when
+asked (``--task-lines``)."""
 
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from agentcompass.runtime.types import RunResult
+from agentcompass.runtime.types import RunResult, TaskStatus
+
+#: What the runner tells the live status on demand: tasks in flight and the cost so far (``None``: unknown).
+LiveFigures = Callable[[], tuple[int, float | None]]
+
+
+def task_label(result: RunResult, trials: int = 1) -> str:
+    """The task id, with its trial when the run has several (``roman trial 2/3``)."""
+    return f"{result.task_id} trial {result.trial}/{trials}" if trials > 1 or result.trial > 1 else result.task_id
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+        else f"{seconds // 60}:{seconds % 60:02d}"
 
 
 class Progress:
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, task_lines: bool | None = None) -> None:
         self.enabled = enabled
         self.tty = enabled and sys.stderr.isatty()
-        self._bar: Any = None
-        self._task: Any = None
+        #: One line per finished task: asked for, or when stderr is not a terminal.
+        self.task_lines = enabled and (task_lines if task_lines else not self.tty)
+        self._live: Any = None
+        self.trials = 1
+        self.total = 0
+        self.done = 0
+        self.errored = 0
+        self._done_here = 0
+        self._started = time.monotonic()
+        self._figures: LiveFigures | None = None
 
-    def start(self, total: int, already_done: int) -> None:
+    def start(self, total: int, already_done: int, trials: int = 1, run_dir: str | None = None,
+              figures: LiveFigures | None = None) -> None:
+        self.trials, self.total, self.done, self._figures = trials, total, already_done, figures
+        self._started = time.monotonic()
         if not self.enabled:
             return
-        if self.tty:
+        if run_dir is not None:
+            click.echo(f"run directory: {run_dir}  (watch it: agentcompass view {run_dir})", err=True)
+        if already_done:
+            click.echo(f"resuming: {already_done}/{total} results already finished", err=True)
+        if self.tty and not self.task_lines:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.live import Live
 
-            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
-                                 console=Console(stderr=True), transient=False)
-            self._bar.start()
-            self._task = self._bar.add_task("tasks", total=total, completed=already_done, last="")
-        elif already_done:
-            click.echo(f"resuming: {already_done}/{total} tasks already finished", err=True)
+            self._live = Live(self._status_text(), console=Console(stderr=True), refresh_per_second=4,
+                              transient=False, get_renderable=self._status_text)
+            self._live.start()
+
+    def status_line(self) -> str:
+        """``done 3/22  running 2  errored 1  rate 4.1/min  ETA 1:05  cost 0.0123 USD``."""
+        running, cost = self._figures() if self._figures is not None else (0, None)
+        elapsed = max(time.monotonic() - self._started, 1e-9)
+        rate = self._done_here / elapsed * 60
+        left = self.total - self.done
+        eta = _duration(left / (rate / 60)) if self._done_here and left > 0 else "-"
+        parts = [f"done {self.done}/{self.total}", f"running {running}", f"errored {self.errored}",
+                 f"rate {rate:.1f}/min", f"ETA {eta}"]
+        if cost is not None:
+            parts.append(f"cost {cost:.4f} USD")
+        return "  ".join(parts)
+
+    def _status_text(self) -> Any:
+        from rich.text import Text
+
+        return Text(self.status_line())
 
     def task_done(self, result: RunResult, done: int, total: int) -> None:
-        if not self.enabled:
+        self.done, self.total = done, total
+        self._done_here += 1
+        if result.status is not TaskStatus.COMPLETED:
+            self.errored += 1
+        if not self.enabled or not self.task_lines:
             return
         metrics = " ".join(f"{k}={v:g}" for k, v in result.metrics.items())
-        if self._bar is not None:
-            self._bar.update(self._task, completed=done, last=f"{result.task_id} {result.status.value}")
-        else:
-            error = f" error={result.error[:120]!r}" if result.error else ""
-            click.echo(f"[{done}/{total}] {result.task_id} {result.status.value} {metrics}{error}".rstrip(),
-                       err=True)
+        error = f" error={result.error[:120]!r}" if result.error else ""
+        line = f"[{done}/{total}] {task_label(result, self.trials)} {result.status.value} {metrics}{error}"
+        click.echo(line.rstrip(), err=True)
 
     def stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

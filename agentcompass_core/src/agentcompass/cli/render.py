@@ -39,27 +39,62 @@ def pass_k_text(pass_k: Sequence[PassAtK], n_errored: int) -> str:
     return f"{hat}\n{at}  (errored trials, counted as failures: {n_errored})"
 
 
+def unfinished_text(summary: RunSummary) -> str:
+    """The warning every figure of an unfinished run carries."""
+    return (f"UNFINISHED: {summary.n_unfinished} of {summary.n_planned} planned results have no final record "
+            f"(not run); every figure below is over the {summary.n_finished} finished ones. "
+            f"Finish with: agentcompass run --resume {summary.run_dir}")
+
+
+def usage_text(summary: RunSummary) -> str | None:
+    """Tokens and cost of every model call, with the share of retried or cut-short attempts apart."""
+    if not summary.usage:
+        return None
+    parts = []
+    for role, u in summary.usage.items():
+        retried = summary.usage_retried.get(role)
+        cost = f", {u.cost_usd:.4f} USD" if u.cost_usd is not None else ""
+        line = f"{role}: {u.calls} calls, {u.prompt_tokens + u.completion_tokens} tokens{cost}"
+        if retried is not None and retried.calls:
+            r_cost = f", {retried.cost_usd:.4f} USD" if retried.cost_usd is not None else ""
+            line += (f" (of which retried or cut-short attempts: {retried.calls} calls, "
+                     f"{retried.prompt_tokens + retried.completion_tokens} tokens{r_cost})")
+        parts.append(line)
+    return "usage — " + "; ".join(parts)
+
+
 def summary_text(summary: RunSummary) -> str:
     trials = f" × {summary.trials} trials" if summary.trials > 1 else ""
+    counts = "  ".join(f"{k}: {v}" for k, v in sorted(summary.status_counts.items()))
+    if summary.unfinished:
+        counts += f"  UNFINISHED: {summary.n_unfinished}"
     lines = [
         f"run {summary.run_id}: {summary.benchmark} / {summary.harness} / {summary.model} on {summary.environment}"
         + (f" (seed {summary.seed})" if summary.seed is not None else ""),
-        f"tasks: {summary.n_tasks}{trials}  "
-        + "  ".join(f"{k}: {v}" for k, v in sorted(summary.status_counts.items())),
+        f"tasks: {summary.n_tasks}{trials}  {counts}".rstrip(),
     ]
+    if summary.unfinished:
+        lines.append(unfinished_text(summary))
     rows = []
     groups = [("all", summary.metrics.overall)]
     groups += [(category, group.metrics) for category, group in summary.metrics.by_category.items()]
+    unfinished_column = summary.unfinished
     for category, metrics in groups:
         for name, m in metrics.items():
-            rows.append([m.label or name, category, _fmt(m.mean), interval_text(m), _fmt(m.mean_completed), m.n,
-                         m.n_errored])
+            row = [m.label or name, category, _fmt(m.mean), interval_text(m), _fmt(m.mean_completed), m.n,
+                   m.n_errored]
+            rows.append([*row, m.n_unfinished] if unfinished_column else row)
     if rows:
-        lines.append(table(["metric", "category", "mean (errors=0)", "95% CI", "mean (completed)", "n", "errored"],
-                           rows))
+        headers = ["metric", "category", "mean (errors=0)", "95% CI", "mean (completed)", "n", "errored"]
+        lines.append(table([*headers, "unfinished"] if unfinished_column else headers, rows))
     if summary.metrics.pass_k:
         errored = sum(v for k, v in summary.status_counts.items() if k != "COMPLETED")
-        lines.append(pass_k_text(summary.metrics.pass_k, errored))
+        lines.append(pass_k_text(summary.metrics.pass_k, errored)
+                     + (f"  (over {summary.n_finished} finished of {summary.n_planned} planned)"
+                        if summary.unfinished else ""))
+    usage = usage_text(summary)
+    if usage:
+        lines.append(usage)
     lines.append(f"run directory: {summary.run_dir}")
     return "\n".join(lines)
 

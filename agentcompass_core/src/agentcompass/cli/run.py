@@ -146,11 +146,14 @@ def request_from_options(benchmark: str, harness: str, model: str, user_model: s
 @click.option("--resume", type=click.Path(path_type=Path), default=None,
               help="Finish an interrupted run in this directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.option("--task-lines", is_flag=True,
+              help="Print one line per finished task (the default when stderr is not a terminal; on a terminal "
+                   "a live status line is shown instead).")
 @run_options
 @click.pass_context
 def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, model: str | None,
                 user_model: str | None, judge_model: str | None, output: Path | None, resume: Path | None,
-                as_json: bool, **options: Any) -> None:
+                as_json: bool, task_lines: bool, **options: Any) -> None:
     """Run BENCHMARK with HARNESS ('none' when the benchmark drives its own loop) and MODEL.
 
     Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
@@ -169,7 +172,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         raise CLIError("--output and --resume name different directories; give only --resume")
     request = request_from_options(benchmark or "", harness or "", model or "", user_model, judge_model, options)
     host = plugin_host(ctx)
-    progress = Progress(enabled=True)
+    progress = Progress(enabled=True, task_lines=task_lines)
     signals_seen: list[str] = []
 
     def on_signal(name: str, count: int) -> None:
@@ -182,7 +185,8 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
 
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None,
                     on_result=progress.task_done, on_start=progress.start, on_signal=on_signal,
-                    given=given_options(ctx), on_warning=lambda w: click.echo(f"warning: {w}", err=True))
+                    given=given_options(ctx) | ({'role_models'} if user_model or judge_model else set()),
+                    on_warning=lambda w: click.echo(f"warning: {w}", err=True))
     with cli_errors():
         try:
             outcome = asyncio.run(runner.run())

@@ -44,6 +44,8 @@ class RunBudget:
     stop_reason: str | None = None
     #: The stop came from a budget (True) or from a fatal model error (False).
     stopped_by_limit: bool = False
+    #: ``--retries``: with none, a provider outage stops the run at once (no attempt could be retried).
+    retries: int = 0
 
     def stop(self, reason: str, *, limit: bool = False) -> None:
         if self.stop_reason is None:

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from agentcompass.errors import describe
-from agentcompass.models.budget import BUDGETED_ROLES, LimitReached, RunBudget
+from agentcompass.models.budget import BUDGETED_ROLES, LimitReached, RunBudget, RunStopped
 from agentcompass.models.prices import Price
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, StreamEvent
@@ -191,8 +191,11 @@ class TaskMeter:
     tokens_used: int = 0
     #: Why a budget refused a call of this attempt.
     limit_reached: str | None = None
-    #: The first fatal model error of this attempt (bad credentials, unknown model).
+    #: The first fatal model error of this attempt (bad credentials, unknown model, a stopped run).
     fatal_error: str | None = None
+    #: The first model-provider outage this attempt met (unreachable, refusing connections, 5xx or timeouts
+    #: past the client's retries): an infrastructure failure, worth another attempt under ``--retries``.
+    outage_error: str | None = None
     #: Masks the run's secrets in what a record cuts (set when the attempt is granted its models).
     redactor: Redactor | None = None
     #: Keep call records (False on a remote worker: the head's meter records every call it relays).
@@ -224,6 +227,19 @@ class TaskMeter:
                 limit="max_tokens_per_task",
             )
 
+    def unfinished(self) -> tuple[str | None, bool]:
+        """Whether a failure outside the task cut this attempt short — a provider outage, or an error that
+        stops the run (a rejected key, an unknown model) — so its result says nothing about the task: ``(why,
+        worth retrying)``, or ``(None, False)``. Such an attempt is recorded as an attempt and its task stays
+        unfinished (resumable), never a final error. A budget's refusal is not this (it is ``LIMIT_REACHED``)."""
+        if self.limit_reached:
+            return None, False
+        if self.fatal_error:
+            return f"model call failed: {self.fatal_error}", False
+        if self.outage_error:
+            return f"model provider outage: {self.outage_error}", True
+        return None, False
+
     def settle(self, result: RunResult) -> RunResult:
         """The run phase's result, corrected by what the meter saw: a refused call makes it ``LIMIT_REACHED``
         (whatever the code that made the call did with the refusal); a fatal model error names the cause."""
@@ -231,9 +247,19 @@ class TaskMeter:
             return replace(
                 result, status=TaskStatus.LIMIT_REACHED, error=self.limit_reached, error_phase="run", metrics={}
             )
-        if self.fatal_error and result.status is TaskStatus.RUN_ERROR:
-            return replace(result, error=f"model call failed: {self.fatal_error}")
+        why, _ = self.unfinished()
+        if why and result.status is TaskStatus.RUN_ERROR:
+            return replace(result, error=why)
         return result
+
+
+def is_outage(exc: ModelError) -> bool:
+    """A model error that is the provider's outage — no answer, a refused connection, 5xx, 429, timeouts or a
+    malformed answer, past the client's own retries — not the run's configuration (a rejected key, an unknown
+    model, a bad request: 4xx) nor a stopped run."""
+    if isinstance(exc, RunStopped | LimitReached):
+        return False
+    return exc.retryable or (exc.fatal and (exc.status is None or exc.status >= 500))
 
 
 class MeteredModel(ModelClient):
@@ -377,7 +403,11 @@ class MeteredCall:
             meter.limit_reached = meter.limit_reached or str(exc)
         elif isinstance(exc, ModelError):
             record.attempts = int(getattr(exc, "attempts", 1) or 1)
-            if exc.fatal:
+            if is_outage(exc):
+                meter.outage_error = meter.outage_error or str(exc)  # the runner retries or stops the run
+                if meter.budget is not None and meter.budget.retries == 0:  # nothing to retry: stop at once
+                    meter.budget.stop(f"model provider outage: {exc}")
+            elif exc.fatal:
                 meter.fatal_error = meter.fatal_error or str(exc)
                 if meter.budget is not None:
                     meter.budget.stop(str(exc))

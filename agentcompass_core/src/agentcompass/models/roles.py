@@ -123,8 +123,14 @@ class GatewayModelAccess:
         if self.request is not None:
             self.budget.max_cost = self.request.max_cost
             self.budget.max_tokens_per_task = self.request.max_tokens_per_task
+            self.budget.retries = self.request.retries
             if not self.prices:
                 self.prices = role_prices(self.request)
+
+    @property
+    def prices_known(self) -> bool:
+        """Whether every role's model has a price (so the cost so far is the run's cost)."""
+        return bool(self.prices) and all(p is not None for p in self.prices.values())
 
     @property
     def stop_reason(self) -> str | None:

@@ -129,7 +129,8 @@ class RunDirectory:
     def create(cls, path: Path, redactor: Redactor | None = None) -> RunDirectory:
         if (path / RUN_JSON).exists():
             raise ResultsError(
-                f"{path} already holds a run; pass --resume {path} to finish it, or choose another --output"
+                f"{path} already holds a run; choose another --output (agentcompass run --resume {path} finishes "
+                "that run)"
             )
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -152,12 +153,20 @@ class RunDirectory:
         return cls(path, redactor or Redactor())
 
     def prepare_to_append(self) -> None:
-        """Cut the torn tails a killed writer left, so appends start on a fresh line (resume only)."""
+        """Cut the torn tails a killed writer left, so appends start on a fresh line (resume only). A directory
+        this process cannot write to is a :class:`SetupError` (exit 3), as for a new run."""
+        try:
+            probe = self.path / ".agentcompass-write-check"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise SetupError(f"cannot write to run directory {self.path}: {exc.strerror or describe(exc)}; "
+                             "--resume needs to append to it") from None
         for name in (RESULTS, ATTEMPTS, TRAJECTORIES, LOGS):
             try:
                 _cut_torn_tail(self.path / name)
             except OSError as exc:
-                raise ResultsError(f"cannot write to {self.path / name}: {exc.strerror or describe(exc)}") from None
+                raise SetupError(f"cannot write to {self.path / name}: {exc.strerror or describe(exc)}") from None
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -198,6 +207,18 @@ class RunDirectory:
                 _warn(self.warnings, path, number, f"not a valid result ({exc})")
                 continue
             out[(result.task_id, result.trial)] = (result, data)
+        return out
+
+    def attempt_results(self) -> list[RunResult]:
+        """Every attempt that did not give a final result (``attempts.jsonl``: retried, cut short, cancelled);
+        lines that are not valid results are skipped with a warning."""
+        out: list[RunResult] = []
+        path = self.path / ATTEMPTS
+        for number, data in read_jsonl(path, self.warnings):
+            try:
+                out.append(result_from_json(data))
+            except RecordError as exc:
+                _warn(self.warnings, path, number, f"not a valid attempt ({exc})")
         return out
 
     def final_scores(self) -> dict[tuple[str, int], Score]:
@@ -296,6 +317,19 @@ class RunDirectory:
             if not f.closed:
                 f.flush()
                 os.fsync(f.fileno())
+
+    def remove_if_nothing_recorded(self) -> bool:
+        """Remove this directory when no task left a record in it (a run that failed to set up); whether it
+        did."""
+        for name in (RESULTS, ATTEMPTS, TRAJECTORIES):
+            if (self.path / name).exists() and (self.path / name).stat().st_size:
+                return False
+        if (self.path / ARTIFACTS).exists():
+            return False
+        import shutil
+
+        shutil.rmtree(self.path, ignore_errors=True)
+        return True
 
     def close(self) -> None:
         self.sync()

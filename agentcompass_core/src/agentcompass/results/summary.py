@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from agentcompass import __version__
 from agentcompass.runtime.metrics import MetricContract, aggregate
-from agentcompass.runtime.records import RoleUsage, RunInfo, RunPlan, RunSummary
-from agentcompass.runtime.types import RunRequest, RunResult, TaskSpec, TaskStatus
+from agentcompass.runtime.records import PlannedWork, RoleUsage, RunInfo, RunPlan, RunSummary
+from agentcompass.runtime.types import RunRequest, RunResult, TaskSpec
 from agentcompass.serialization import unstructure
 
 
@@ -40,28 +40,56 @@ def build_summary(
     stopped_reason: str | None,
     duration_s: float,
     run_dir: str,
+    attempts: Iterable[RunResult] = (),
 ) -> RunSummary:
-    """The run's summary. Every (task, trial) of the run is counted: one without a final record as
-    ``CANCELLED``; the metrics are over the finished ones (errors as 0)."""
+    """The run's summary. Every planned (task, trial) of ``work`` without a final record is *unfinished*:
+    counted in ``n_unfinished`` (overall and per category), never in a status or a figure. ``usage`` counts
+    the model calls of every attempt (``attempts``: the retried and cut-short ones) besides the final ones."""
     results = [final[key] for t, trial in work if (key := (t.task_id, trial)) in final]
-    overall, metrics = aggregate(contract, results)
-    status_counts = dict(overall.status_counts)
-    not_finished = len(work) - len(results)
-    if not_finished:
-        status_counts[TaskStatus.CANCELLED.value] = status_counts.get(TaskStatus.CANCELLED.value, 0) + not_finished
+    unfinished = [t.category for t, trial in work if (t.task_id, trial) not in final]
+    overall, metrics = aggregate(contract, results, unfinished)
+    others = list(attempts)
     return RunSummary(
         run_id=req.run_id, benchmark=req.benchmark, harness=req.harness, model=req.model,
         environment=req.environment, executor=req.executor, n_tasks=len({t.task_id for t, _ in work}),
         trials=req.trials, seed=req.seed, n_finished=len(results),
-        status_counts=status_counts, interrupted=interrupted, stopped_reason=stopped_reason,
-        primary_metric=contract.primary, metrics=metrics, usage=role_usage(results),
-        duration_s=round(duration_s, 3), run_dir=run_dir,
+        status_counts=dict(overall.status_counts), interrupted=interrupted, stopped_reason=stopped_reason,
+        primary_metric=contract.primary, metrics=metrics, usage=role_usage([*results, *others]),
+        usage_retried=role_usage(others), duration_s=round(duration_s, 3), run_dir=run_dir,
+        n_planned=len(work), n_unfinished=len(unfinished),
     )
+
+
+def planned_work(req: RunRequest, work: Sequence[tuple[TaskSpec, int]]) -> PlannedWork:
+    """``run.json``'s ``planned``: the run's (task, trial) total and every task's category."""
+    return PlannedWork(n_results=len(work), trials=req.trials, tasks={t.task_id: t.category for t, _ in work})
+
+
+def summary_so_far(info: RunInfo, final: Mapping[tuple[str, int], RunResult], attempts: Iterable[RunResult],
+                   run_dir: str) -> RunSummary:
+    """A summary of a run that has not written ``summary.json`` (still going, or killed), from ``run.json``
+    (its planned work and metric contract) and the final results so far."""
+    from agentcompass.runtime.metrics import contract_from_json
+
+    req = info.request
+    if info.planned is not None:
+        tasks = {tid: TaskSpec(task_id=tid, category=cat) for tid, cat in info.planned.tasks.items()}
+        trials = info.planned.trials
+    else:
+        tasks = {tid: TaskSpec(task_id=tid, category=r.category) for (tid, _), r in final.items()}
+        trials = req.trials
+    for (tid, _), r in final.items():
+        tasks.setdefault(tid, TaskSpec(task_id=tid, category=r.category))
+    work = [(t, trial) for trial in range(1, trials + 1) for t in tasks.values()]
+    work += [(tasks[tid], trial) for tid, trial in final if trial > trials]
+    return build_summary(req, contract_from_json(info.plan.metric_contract), work, final, interrupted=False,
+                         stopped_reason=None, duration_s=0.0, run_dir=run_dir, attempts=attempts)
 
 
 def build_run_info(
     req: RunRequest, plan: RunPlan, plugins: Mapping[str, str | None], previous: RunInfo | None, started_at: float,
     derived_from: Mapping[str, str] | None = None,
+    planned: PlannedWork | None = None,
 ) -> RunInfo:
     """``run.json``; a resumed run keeps its creation time and adds this resume's time."""
     now = datetime.now(UTC).isoformat()
@@ -74,6 +102,7 @@ def build_run_info(
         plan=plan,
         plugins=dict(plugins),
         derived_from=previous.derived_from if previous else derived_from,
+        planned=planned,
     )
 
 

@@ -65,9 +65,14 @@ class AttemptOutcome:
     :param trajectory: the attempt's model calls, one JSON-ready record each.
     :param prepared: what ``prepare_task`` returned (recorded, so the result can be scored again later), or
         ``None`` when the attempt did not get that far.
+    :param unfinished: why a failure outside the task (a model provider outage, a rejected key) cut the attempt
+        short, so that its result says nothing about the task; ``None`` otherwise. Such an attempt is recorded
+        as an attempt, never as the task's final result: it is retried when ``retryable`` and ``--retries``
+        allow, else its task stays unfinished (resumable) and the run stops scheduling.
     """
 
     result: RunResult
     retryable: bool = False
     trajectory: tuple[Mapping[str, Any], ...] = ()
     prepared: PreparedTask | None = None
+    unfinished: str | None = None

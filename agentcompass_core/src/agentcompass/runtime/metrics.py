@@ -125,9 +125,11 @@ def contract_from_json(data: Mapping[str, object]) -> MetricContract:
     )
 
 
-def aggregate_group(contract: MetricContract, results: Sequence[RunResult]) -> GroupAggregate:
+def aggregate_group(contract: MetricContract, results: Sequence[RunResult], n_unfinished: int = 0
+                    ) -> GroupAggregate:
     """Status counts, every scalar's aggregate (with its clustered standard error) and, for a contract with a
-    success threshold, pass@k and pass^k over ``results`` — one per (task, trial)."""
+    success threshold, pass@k and pass^k over ``results`` — one per (task, trial). ``n_unfinished`` planned
+    results without a final record are reported as such, never counted."""
     n = len(results)
     status_counts: dict[str, int] = {}
     by_task: dict[str, list[RunResult]] = {}
@@ -164,11 +166,12 @@ def aggregate_group(contract: MetricContract, results: Sequence[RunResult]) -> G
             stderr=stderr,
             ci95=(interval.low, interval.high) if interval else None,
             ci_method=interval.method if interval else None,
+            n_unfinished=n_unfinished,
             n_tasks=len(by_task),
         )
     return GroupAggregate(
         n_tasks=len(by_task), n_results=n, status_counts=status_counts, metrics=metrics,
-        pass_k=_pass_k(contract, by_task), n_errored_trials=n - n_completed,
+        pass_k=_pass_k(contract, by_task), n_errored_trials=n - n_completed, n_unfinished=n_unfinished,
     )
 
 
@@ -185,9 +188,11 @@ def _pass_k(contract: MetricContract, by_task: Mapping[str, list[RunResult]]) ->
     return tuple(PassAtK(k, at, hat, counted) for k, at, hat, counted in pass_curves(outcomes, max_k))
 
 
-def aggregate(contract: MetricContract, results: Iterable[RunResult]) -> tuple[GroupAggregate, RunMetrics]:
+def aggregate(contract: MetricContract, results: Iterable[RunResult],
+              unfinished: Iterable[str | None] = ()) -> tuple[GroupAggregate, RunMetrics]:
     """Aggregate final results (one per (task, trial)): the overall group, and the metrics overall and per
-    category.
+    category. ``unfinished`` holds the category of every planned result without a final record (counted as
+    unfinished in its group, never in a figure).
 
     Errored results count as 0 in ``mean``; a completed result that lacks a scalar counts as 0 too and is
     reported in ``n_missing``.
@@ -197,6 +202,12 @@ def aggregate(contract: MetricContract, results: Iterable[RunResult]) -> tuple[G
     for r in results:
         if r.category is not None:
             by_category.setdefault(r.category, []).append(r)
-    overall = aggregate_group(contract, results)
-    groups = {c: aggregate_group(contract, rs) for c, rs in sorted(by_category.items())}
+    missing: dict[str | None, int] = {}
+    for category in unfinished:
+        missing[category] = missing.get(category, 0) + 1
+    for category in missing:
+        if category is not None:
+            by_category.setdefault(category, [])
+    overall = aggregate_group(contract, results, sum(missing.values()))
+    groups = {c: aggregate_group(contract, rs, missing.get(c, 0)) for c, rs in sorted(by_category.items())}
     return overall, RunMetrics(overall=overall.metrics, by_category=groups, pass_k=overall.pass_k)

@@ -80,6 +80,9 @@ class MetricAggregate:
     ci95: tuple[float, float] | None = None
     n_tasks: int = 0
     ci_method: str | None = None
+    #: Planned (task, trial) results of the group with no final record (an interrupted or stopped run): not
+    #: in ``n`` nor in any figure above, which are over the finished ones only.
+    n_unfinished: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class GroupAggregate:
     #: Trials that ended in an error status (counted as failures in ``pass_k``).
     n_errored_trials: int = 0
     n_results: int = 0
+    #: Planned results of the group with no final record (not counted in any figure).
+    n_unfinished: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,8 +144,10 @@ class RoleUsage:
 class RunSummary:
     """``summary.json``, and what the observer hook ``agentcompass_run_finished`` receives.
 
-    ``status_counts`` counts every task of the run: tasks that never got a final record (an interrupted or
-    stopped run) count as ``CANCELLED``.
+    ``status_counts`` counts the final results; planned (task, trial) results without one (an interrupted or
+    stopped run) are ``n_unfinished`` of ``n_planned``, and every figure is over the finished ones only.
+    ``usage`` counts every model call of every attempt (retried and cut-short ones included);
+    ``usage_retried`` is the part spent on attempts that did not give the final result.
     """
 
     run_id: str
@@ -163,6 +170,14 @@ class RunSummary:
     duration_s: float = 0.0
     run_dir: str = ""
     schema_version: int = SCHEMA_VERSION
+    #: (task, trial) results the run planned, and how many of them have no final record.
+    n_planned: int = 0
+    n_unfinished: int = 0
+    usage_retried: Mapping[str, RoleUsage] = field(default_factory=dict)
+
+    @property
+    def unfinished(self) -> bool:
+        return self.n_unfinished > 0
 
 
 @dataclass(frozen=True)
@@ -179,6 +194,16 @@ class RunPlan:
 
 
 @dataclass(frozen=True)
+class PlannedWork:
+    """What a run set out to do: ``n_results`` (task, trial) results, ``trials`` per task, and every task's
+    category (``tasks``: task id → category)."""
+
+    n_results: int
+    trials: int = 1
+    tasks: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """``run.json``: the request, the resolved plan and plugin versions. Never holds a secret."""
 
@@ -192,3 +217,5 @@ class RunInfo:
     #: For a run made by ``agentcompass evaluate``: the run it scored again (``run_dir``, ``run_id``).
     derived_from: Mapping[str, str] | None = None
     schema_version: int = SCHEMA_VERSION
+    #: The planned total (``None`` in runs written before it was recorded).
+    planned: PlannedWork | None = None

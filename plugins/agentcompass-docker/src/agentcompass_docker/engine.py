@@ -39,8 +39,9 @@ log = get_logger(plugin="docker")
 ENGINE_CHECK_TIMEOUT = 30.0
 
 START_HINT = (
-    "start one by starting dockerd (e.g. `sudo systemctl start docker`; in this repository's CI: run "
-    "../shared/ci/docker-up.sh as root), and check DOCKER_HOST (or --env-arg host=URL)"
+    "install one as https://docs.docker.com/engine/install/ says and start dockerd (e.g. `sudo systemctl start "
+    "docker`; on Debian, agentcompass's .ci/docker-up.sh does both as root), and check DOCKER_HOST (or --env-arg "
+    "host=URL)"
 )
 
 #: Words of the engine's error messages that mean the container is gone (or cannot run anything now).

@@ -24,7 +24,13 @@ The program's stdout and stderr are kept as artifacts (``plan.artifacts_dir/comm
 ``final_answer``. A non-zero exit or a timeout ends the task as ``RUN_ERROR`` — unless ``check=false``, which
 records them and lets the benchmark score the task anyway (what Harbor does).
 
-Options (``--harness-arg key=value``): ``command`` (required), ``timeout`` (seconds; the task's own time limit,
+Your agent's own files: ``--harness-arg upload=LOCAL:PATH`` copies the host file or directory ``LOCAL``
+(relative to where you run agentcompass) into the environment at ``PATH`` (relative paths are in the working
+directory) before the command runs; repeat it, or separate several with commas, for more. A ``LOCAL`` that does
+not exist is a usage error before anything runs.
+
+Options (``--harness-arg key=value``): ``command`` (required), ``upload``, ``timeout`` (seconds; the task's own
+time limit,
 ``task.data["agent_timeout_sec"]``, applies too, whichever is shorter), ``check`` (default true),
 ``instruction_file`` (where to write the instruction; default ``/tmp/agentcompass/instruction.md``, or
 ``.agentcompass/instruction.md`` in the working directory when the environment refuses paths outside it, as
@@ -58,7 +64,7 @@ from agentcompass_harnesses import common
 
 log = get_logger(plugin="harnesses")
 
-OPTIONS = ("command", "timeout", "check", "instruction_file")
+OPTIONS = ("command", "timeout", "check", "instruction_file", "upload")
 PLACEHOLDERS = ("instruction_file", "answer_file", "workdir", "task_id", "model", "instruction")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
@@ -91,6 +97,7 @@ class CommandHarness(BaseHarness):
                         if options.get("timeout") not in (None, "") else None)
         self.check = common.boolean(self.name, "check", options.get("check", "true"))
         self.instruction_file = str(options.get("instruction_file") or "")
+        self.uploads = parse_uploads(str(options.get("upload") or ""))
 
     async def run(
         self,
@@ -102,6 +109,8 @@ class CommandHarness(BaseHarness):
     ) -> RunResult:
         if env is None:
             raise RuntimeError("the command harness needs the task's environment")
+        for local, path in self.uploads:
+            await env.upload(local, path)
         text = common.instruction(self.benchmark, task, prepared)
         instruction_file = await self._write_instruction(env, text)
         answer_file = posixpath.join(posixpath.dirname(instruction_file), ANSWER_NAME)
@@ -174,6 +183,24 @@ class CommandHarness(BaseHarness):
                 continue
             return path if path.startswith("/") else posixpath.join(str(env.workdir), path)
         raise RuntimeError(f"cannot write the instruction file ({', '.join(candidates)}): {failure}")
+
+
+def parse_uploads(value: str) -> list[tuple[Path, str]]:
+    """``"LOCAL:PATH,LOCAL:PATH"`` → ``[(absolute LOCAL, PATH), ...]``; a usage error naming a bad entry."""
+    out: list[tuple[Path, str]] = []
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        local, sep, path = entry.rpartition(":")
+        if not sep or not local or not path:
+            raise UsageError(f"harness 'command' option upload={entry!r}: expected LOCAL:PATH, e.g. "
+                             "--harness-arg upload=./my_agent:/opt/agent")
+        source = Path(local).expanduser().resolve()
+        if not source.exists():
+            raise UsageError(f"harness 'command' option upload={entry!r}: {local} does not exist here "
+                             f"(looked for {source})")
+        out.append((source, path))
+    return out
 
 
 def _save_output(artifacts_dir: str, stdout: str, stderr: str) -> list[str]:

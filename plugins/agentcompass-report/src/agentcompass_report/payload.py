@@ -24,6 +24,8 @@ from agentcompass_report.rundir import Key, RunFiles
 #: The fields of a task row, in order.
 ROW_COLUMNS = ("task_id", "trial", "category", "status", "score", "error", "phase", "attempt", "seconds", "calls",
                "tokens", "cost", "answer")
+#: The status of a row for planned work without a final record (not a task status: nothing was recorded).
+UNFINISHED = "UNFINISHED"
 #: Characters of an error or answer a row carries (the detail has the whole text, within its caps).
 ROW_TEXT = 160
 #: Characters of a result's artifacts a detail carries.
@@ -58,23 +60,38 @@ def _as_result(data: Mapping[str, Any]) -> RunResult:
                      metrics=dict(data.get("metrics") or {}), trial=data.get("trial", 1))
 
 
+def unfinished_work(files: RunFiles) -> list[tuple[str, int, str | None]]:
+    """Planned (task, trial) results without a final record (from ``run.json``'s ``planned``; none for runs
+    written before it was recorded), with their categories."""
+    planned = files.info.get("planned") or {}
+    tasks, trials = planned.get("tasks") or {}, int(planned.get("trials") or 1)
+    return [(tid, trial, cat) for trial in range(1, trials + 1) for tid, cat in tasks.items()
+            if (tid, trial) not in files.results]
+
+
 def live_summary(files: RunFiles, contract: MetricContract) -> dict[str, Any]:
-    """A ``summary.json``-shaped summary of the final results read so far."""
+    """A ``summary.json``-shaped summary of the final results read so far, against the planned total."""
     results = [_as_result(d) for d in files.results.values()]
-    overall, metrics = aggregate(contract, results)
+    unfinished = unfinished_work(files)
+    overall, metrics = aggregate(contract, results, [cat for _, _, cat in unfinished])
     usage: dict[str, dict[str, float]] = {}
-    for data in files.results.values():
+    retried: dict[str, dict[str, float]] = {}
+    records = [(d, usage) for d in files.results.values()]
+    records += [(a, target) for attempts in files.attempts.values() for a in attempts for target in (usage, retried)]
+    for data, target in records:
         for role, used in ((data.get("usage") or {}).get("models") or {}).items():
-            acc = usage.setdefault(role, {})
+            acc = target.setdefault(role, {})
             for k, v in (used or {}).items():
                 if type(v) in (int, float):
                     acc[k] = acc.get(k, 0) + v
     req = files.info["request"]
+    tasks = {k[0] for k in files.results} | {tid for tid, _, _ in unfinished}
     return {
-        "run_id": files.run_id, "n_tasks": len({k[0] for k in files.results}), "n_finished": len(results),
+        "run_id": files.run_id, "n_tasks": len(tasks), "n_finished": len(results),
+        "n_planned": len(results) + len(unfinished), "n_unfinished": len(unfinished),
         "status_counts": dict(overall.status_counts), "primary_metric": contract.primary,
         "metrics": dataclasses.asdict(metrics), "trials": req.get("trials", 1), "seed": req.get("seed"),
-        "usage": usage, "duration_s": None, "interrupted": False, "stopped_reason": None,
+        "usage": usage, "usage_retried": retried, "duration_s": None, "interrupted": False, "stopped_reason": None,
     }
 
 
@@ -123,8 +140,12 @@ def row(data: Mapping[str, Any], primary: str) -> list[Any]:
 
 
 def rows(files: RunFiles) -> list[list[Any]]:
+    """A row per final result, then one per planned (task, trial) without one (status ``UNFINISHED``)."""
     primary = contract_of(files.info).primary
-    return [row(d, primary) for d in files.results.values()]
+    out = [row(d, primary) for d in files.results.values()]
+    for tid, trial, category in unfinished_work(files):
+        out.append(row({"task_id": tid, "trial": trial, "category": category, "status": UNFINISHED}, primary))
+    return out
 
 
 def _attempt_view(data: Mapping[str, Any], caps: Caps) -> dict[str, Any]:

@@ -77,7 +77,7 @@
   }
   function fmtCost(c) { return c == null ? "unknown" : "$" + (c < 0.01 && c > 0 ? c.toFixed(5) : c.toFixed(4)); }
   function fmtCI(ci) { return ci ? "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : "too few tasks"; }
-  function isError(status) { return status && status !== "COMPLETED"; }
+  function isError(status) { return status && status !== "COMPLETED" && status !== "UNFINISHED"; }
   function statusEl(status) { return el("span", { cls: "st " + (isError(status) ? "err" : "ok"), text: status || "–" }); }
   function labelOf(run, name) {
     var labels = (run.header.contract || {}).labels || {};
@@ -223,6 +223,8 @@
     Object.keys(counts).forEach(function (k) { if (isError(k)) errors += counts[k]; });
     chips.push(el("span", { cls: "chip" + (errors ? " err" : ""), id: "errors-total",
                            text: errors ? fmtInt(errors) + " errored (counted as 0 in the mean)" : "no errors" }));
+    if (s.n_unfinished) chips.push(el("span", { cls: "chip", id: "unfinished-total", "data-status": "UNFINISHED",
+                           text: "UNFINISHED: " + fmtInt(s.n_unfinished) + " of " + fmtInt(s.n_planned) + " planned (not counted)" }));
     return el("div", { cls: "chips" }, chips);
   }
   function headline(run) {
@@ -249,7 +251,8 @@
     return "The model " + h.model + " (harness " + h.harness + ") " + (run.live ? "has so far finished " : "was run on ") +
       plural(s.n_tasks || 0, "task") + " of " + h.benchmark + (s.trials > 1 ? ", " + s.trials + " trials each" : "") +
       ": mean " + labelOf(run, primaryOf(run)) + " " + fmt(m.mean) + (m.ci95 ? " (95% CI " + fmt(m.ci95[0]) + " to " + fmt(m.ci95[1]) + ")" : m.mean != null ? " (too few tasks for a 95% interval)" : "") +
-      ", " + (errors ? plural(errors, "result") + " ended in an error (counted as 0)." : "no result ended in an error.");
+      ", " + (errors ? plural(errors, "result") + " ended in an error (counted as 0)." : "no result ended in an error.") +
+      (s.n_unfinished ? " " + plural(s.n_unfinished, "planned result") + " of " + fmtInt(s.n_planned) + " did not finish (not counted)." : "");
   }
   function passOne(run) {
     var pk = ((run.summary || {}).metrics || {}).pass_k || [];
@@ -289,21 +292,25 @@
   function passKTable(run) {
     var s = run.summary || {}, pk = ((s.metrics || {}).pass_k) || [];
     if (!pk.length || (pk.length === 1 && runs.length === 1)) return null;  // one trial: pass@1 is in the headline
+    // One row per k (a 20-trial run is 20 rows, not 40 columns), a column pair per group; wide tables scroll.
     var cats = (s.metrics || {}).by_category || {};
-    var head = ["group"].concat(pk.map(function (p) { return "pass@" + p.k; }), pk.map(function (p) { return "pass^" + p.k; }));
-    function line(group, list) {
-      var byK = {}; (list || []).forEach(function (p) { byK[p.k] = p; });
-      return el("tr", null, [el("td", { text: group })].concat(
-        pk.map(function (p) { return el("td", { cls: "num", text: byK[p.k] ? fmt(byK[p.k].pass_at_k) : "–" }); }),
-        pk.map(function (p) { return el("td", { cls: "num", text: byK[p.k] ? fmt(byK[p.k].pass_hat_k) : "–" }); })));
-    }
-    var body = [line("all", pk)];
-    Object.keys(cats).forEach(function (c) { body.push(line(c, cats[c].pass_k)); });
+    var groups = [["all", pk]].concat(Object.keys(cats).map(function (c) { return [c, cats[c].pass_k]; }));
+    var byGroup = groups.map(function (g) { var m = {}; (g[1] || []).forEach(function (p) { m[p.k] = p; }); return m; });
+    var head = ["k"];
+    groups.forEach(function (g) { head.push(g[0] + " pass@k", g[0] + " pass^k"); });
+    var body = pk.map(function (p) {
+      var cells = [el("td", { cls: "num", text: String(p.k) })];
+      byGroup.forEach(function (m) {
+        cells.push(el("td", { cls: "num", text: m[p.k] ? fmt(m[p.k].pass_at_k) : "–" }),
+                   el("td", { cls: "num", text: m[p.k] ? fmt(m[p.k].pass_hat_k) : "–" }));
+      });
+      return el("tr", null, cells);
+    });
     return el("div", null, [
       el("h3", { text: "pass@k (any of k trials succeeds) and pass^k (all k succeed)" }),
-      el("table", { cls: "grid", id: "passk-" + runs.indexOf(run) }, [
-        el("thead", null, el("tr", null, head.map(function (t, i) { return el("th", { cls: i ? "num" : null, text: t }); }))),
-        el("tbody", null, body)]),
+      el("div", { cls: "xscroll" }, el("table", { cls: "grid", id: "passk-" + runs.indexOf(run) }, [
+        el("thead", null, el("tr", null, head.map(function (t) { return el("th", { cls: "num", text: t }); }))),
+        el("tbody", null, body)])),
     ]);
   }
 
@@ -450,7 +457,10 @@
       summaryHost.appendChild(el("p", { cls: "lede", id: "lede-" + r, text: lede(run) }));
       summaryHost.appendChild(headline(run));
       summaryHost.appendChild(el("div", { id: "status-" + r }, statusChips(run.summary || {})));
-      if (run.summary && run.summary.interrupted) summaryHost.appendChild(el("div", { cls: "box note", text: "The run was interrupted: unfinished tasks count as CANCELLED." }));
+      if (run.summary && run.summary.n_unfinished) summaryHost.appendChild(el("div", { cls: "box note", id: "unfinished-" + r,
+        text: "Unfinished: " + fmtInt(run.summary.n_unfinished) + " of " + fmtInt(run.summary.n_planned) + " planned results have no final record" +
+          (run.summary.interrupted ? " (the run was interrupted)" : "") + "; every figure here is over the " + fmtInt(run.summary.n_finished) +
+          " finished ones. agentcompass run --resume " + run.header.path + " finishes it." }));
       if (run.summary && run.summary.stopped_reason) summaryHost.appendChild(el("div", { cls: "box note", text: "Stopped: " + run.summary.stopped_reason }));
       if (runs.length === 1) summaryHost.appendChild(el("div", { cls: "charts" }, [categoryChart(), distributionChart()]));
       summaryHost.appendChild(el("h3", { text: "Metrics overall and per category" }));
@@ -688,7 +698,7 @@
     var mkeys = Object.keys(metrics);
     col.appendChild(mkeys.length ? el("table", { cls: "grid", id: "detail-metrics" }, el("tbody", null, mkeys.map(function (k) {
       return el("tr", null, [el("td", { text: labelOf(run, k) }), el("td", { cls: "num", text: fmt(metrics[k]) })]); })))
-      : el("p", { cls: "muted", text: isError(res.status) ? "none: the task errored before it was scored" : "none" }));
+      : el("p", { cls: "muted", text: isError(res.status) ? (res.status === "EVAL_ERROR" ? "none: scoring failed (see the error)" : "none: the task errored before it was scored") : "none" }));
     var evaluation = (res.artifacts || {}).evaluation;
     if (evaluation) col.appendChild(el("details", null, [el("summary", { text: "Score components (artifacts.evaluation)" }), el("pre", { text: jsonText(evaluation) })]));
     col.appendChild(el("details", null, [el("summary", { text: "All artifacts" }), el("pre", { text: jsonText(res.artifacts) }), cutNote(res.artifacts_cut)]));

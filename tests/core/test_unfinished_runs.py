@@ -1,0 +1,90 @@
+"""Unfinished runs, the bill, progress and trials on the console (issue 21, items 3, 4, 6, 8 and the killed
+run of item 10): the planned total in run.json; unfinished work counted as unfinished everywhere, never as an
+error; every model call in the usage; the run directory first; each trial named."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from agentcompass.cli.progress import Progress
+from agentcompass.runtime import RunResult, TaskStatus
+
+from tests.conftest import run_cli_subprocess, start_cli
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _interrupted(tmp_path: Path, sig: int) -> tuple[Path, str, str]:
+    out = tmp_path / "run"
+    proc = start_cli("run", "example_interactive", "none", "mock", "-m", "latency=0.3", "-c", "2", "--trials", "2",
+                     "-o", str(out), testing=False)
+    deadline = time.monotonic() + 120
+    while len(read_jsonl(out / "results.jsonl")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    return out, stdout, stderr
+
+
+def test_an_interrupted_run_counts_unfinished_work_as_unfinished_everywhere(tmp_path):
+    out, stdout, stderr = _interrupted(tmp_path, signal.SIGINT)
+    info = json.loads((out / "run.json").read_text())
+    assert info["planned"]["n_results"] == 22 and len(info["planned"]["tasks"]) == 11
+    summary = json.loads((out / "summary.json").read_text())
+    finished = len(read_jsonl(out / "results.jsonl"))
+    assert summary["n_planned"] == 22 and summary["n_unfinished"] == 22 - finished == 22 - summary["n_finished"]
+    assert "CANCELLED" not in summary["status_counts"]  # not a status: unfinished
+    overall = summary["metrics"]["overall"]["score"]
+    assert overall["n"] == finished and overall["n_unfinished"] == 22 - finished
+    by_category = summary["metrics"]["by_category"]
+    assert sum(g["n_unfinished"] for g in by_category.values()) == 22 - finished
+    assert f"UNFINISHED: {22 - finished} of 22 planned" in stdout
+    assert "errored trials, counted as failures: 0" in stdout and f"over {finished} finished of 22" in stdout
+    assert stderr.splitlines()[0].startswith("run directory: ")  # named first
+
+
+def test_results_show_of_a_killed_run_shows_its_results_so_far(tmp_path):
+    out, _, _ = _interrupted(tmp_path, signal.SIGKILL)
+    assert not (out / "summary.json").exists()
+    shown = run_cli_subprocess("results", "show", str(out), "--tasks", testing=False)
+    assert shown.returncode == 0, shown.stderr
+    assert "still going or was killed" in shown.stderr and "UNFINISHED:" in shown.stdout
+    assert "trial" in shown.stdout.splitlines()[-len(read_jsonl(out / "results.jsonl")) - 2]
+
+
+def test_every_model_call_is_in_the_usage_and_the_retried_share_is_apart(tmp_path):
+    out = tmp_path / "run"
+    done = run_cli_subprocess("run", "example_interactive", "none", "mock", "-m", "latency=0.2", "--timeout",
+                              "0.5", "--retries", "1", "-o", str(out), testing=False)
+    assert done.returncode in (0, 1), done.stderr
+    calls = read_jsonl(out / "trajectories.jsonl")
+    finals = {(r["task_id"], r["trial"], r["attempt"]) for r in read_jsonl(out / "results.jsonl")}
+    retried = [c for c in calls if (c["task_id"], c["trial"], c["attempt"]) not in finals]
+    assert retried, "the timeouts should have left retried attempts with model calls"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["usage"]["agent"]["calls"] == len(calls)
+    assert summary["usage"]["agent"]["prompt_tokens"] == sum(c["prompt_tokens"] for c in calls)
+    assert summary["usage_retried"]["agent"]["calls"] == len(retried)
+    assert f"of which retried or cut-short attempts: {len(retried)} calls" in done.stdout
+
+
+def test_trials_are_named_in_progress_lines(tmp_path):
+    done = run_cli_subprocess("run", "example_interactive", "none", "mock", "-n", "2", "--trials", "2", "-o",
+                              str(tmp_path / "r"), testing=False)
+    assert done.returncode == 0, done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.startswith("[")]
+    assert len(lines) == 4 and sum("trial 2/2" in x for x in lines) == 2
+
+
+def test_the_live_status_line_has_done_running_errored_rate_eta_and_cost():
+    progress = Progress(enabled=False)
+    progress.start(10, 2, figures=lambda: (3, 0.0125))
+    progress.task_done(RunResult(task_id="a", status=TaskStatus.RUN_ERROR), 3, 10)
+    line = progress.status_line()
+    for part in ("done 3/10", "running 3", "errored 1", "/min", "ETA ", "cost 0.0125 USD"):
+        assert part in line, line
