@@ -239,17 +239,21 @@ def test_view_follows_a_run_as_results_arrive(browser, runs, tmp_path, artifacts
         url = line.split(" at ", 1)[1].split(" ", 1)[0]
         assert url.startswith("http://127.0.0.1:")
         open_page(browser, url)
-        assert text(browser, "task-count") == "showing 3 of 3"
+        # the live view knows the planned total: the 8 tasks to come are listed as UNFINISHED
+        n = len(lines)
+        assert text(browser, "task-count") == f"showing {n} of {n}"
+        assert text(browser, "unfinished-total").startswith(f"UNFINISHED: {n - 3} of {n} planned")
         assert "so far" in browser.find_element(By.ID, "summary").text
         with open(live / "results.jsonl", "a") as f:
             f.write(lines[3])
             f.write(lines[4][: len(lines[4]) // 2])  # a half-written line waits for the rest
             f.flush()
-            wait_for(browser, "return document.getElementById('task-count').textContent == 'showing 4 of 4'")
+            wait_for(browser, "return (document.getElementById('unfinished-total') || {}).textContent"
+                              f".indexOf('UNFINISHED: {n - 4} of') == 0")
             f.write(lines[4][len(lines[4]) // 2:])
             f.writelines(lines[5:])
-        wait_for(browser, f"return document.getElementById('task-count').textContent == "
-                          f"'showing {len(lines)} of {len(lines)}'")
+        wait_for(browser, "return !document.getElementById('unfinished-total')")
+        assert text(browser, "task-count") == f"showing {n} of {n}"
         # a filter being typed survives the refreshes, focus included
         needle = json.loads(lines[-1])["task_id"]
         box = browser.find_element(By.ID, "filter-text")

@@ -140,12 +140,16 @@ def row(data: Mapping[str, Any], primary: str) -> list[Any]:
 
 
 def rows(files: RunFiles) -> list[list[Any]]:
-    """A row per final result, then one per planned (task, trial) without one (status ``UNFINISHED``)."""
+    """A row per final result (in the order read, so a live view can fetch them incrementally)."""
     primary = contract_of(files.info).primary
-    out = [row(d, primary) for d in files.results.values()]
-    for tid, trial, category in unfinished_work(files):
-        out.append(row({"task_id": tid, "trial": trial, "category": category, "status": UNFINISHED}, primary))
-    return out
+    return [row(d, primary) for d in files.results.values()]
+
+
+def unfinished_rows(files: RunFiles) -> list[list[Any]]:
+    """A row per planned (task, trial) without a final result (status ``UNFINISHED``), shown after the others."""
+    primary = contract_of(files.info).primary
+    return [row({"task_id": tid, "trial": trial, "category": category, "status": UNFINISHED}, primary)
+            for tid, trial, category in unfinished_work(files)]
 
 
 def _attempt_view(data: Mapping[str, Any], caps: Caps) -> dict[str, Any]:
@@ -178,4 +182,4 @@ def run_payload(files: RunFiles) -> dict[str, Any]:
     """The header, summary and rows of one run (no details)."""
     summary, live = summary_of(files)
     return {"header": header(files), "summary": summary, "live": live, "columns": list(ROW_COLUMNS),
-            "rows": rows(files), "warnings": list(files.warnings)}
+            "rows": rows(files), "unfinished": unfinished_rows(files), "warnings": list(files.warnings)}

@@ -27,7 +27,7 @@ from aiohttp import web
 from agentcompass_report.compare import comparisons
 from agentcompass_report.conversation import VIEW_CAPS
 from agentcompass_report.page import json_response_text, render
-from agentcompass_report.payload import ROW_COLUMNS, detail, header, rows, summary_of
+from agentcompass_report.payload import ROW_COLUMNS, detail, header, rows, summary_of, unfinished_rows
 from agentcompass_report.report import page_data, title_of
 from agentcompass_report.rundir import RunFiles
 
@@ -75,7 +75,7 @@ class ViewState:
         for r in self.runs:
             summary, live = summary_of(r)
             out.append({"header": header(r), "summary": summary, "live": live, "warnings": r.warnings[-50:],
-                        "n_rows": len(r.results), "replaced": r.replaced})
+                        "n_rows": len(r.results), "replaced": r.replaced, "unfinished": unfinished_rows(r)})
         answer = {"version": version, "runs": out, "comparisons": comparisons(self.runs)}
         self._cached = (version, answer)
         return answer

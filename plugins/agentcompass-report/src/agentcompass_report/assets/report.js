@@ -76,6 +76,17 @@
     return h ? h + " h " + (m % 60) + " min" : m + " min " + Math.round(s % 60) + " s";
   }
   function fmtCost(c) { return c == null ? "unknown" : "$" + (c < 0.01 && c > 0 ? c.toFixed(5) : c.toFixed(4)); }
+  function retriedText(retried) {
+    // The share of every call that went to attempts that were retried or cut short (all calls are counted above).
+    var calls = 0, tokens = 0, cost = null;
+    Object.keys(retried).forEach(function (role) {
+      var u = retried[role] || {};
+      calls += u.calls || 0; tokens += (u.prompt_tokens || 0) + (u.completion_tokens || 0);
+      if (u.cost_usd != null) cost = (cost || 0) + u.cost_usd;
+    });
+    return calls ? " (of which retried or cut-short attempts: " + fmtInt(calls) + " · " + fmtInt(tokens) +
+      (cost != null ? " · " + fmtCost(cost) : "") + ")" : "";
+  }
   function fmtCI(ci) { return ci ? "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : "too few tasks"; }
   function isError(status) { return status && status !== "COMPLETED" && status !== "UNFINISHED"; }
   function statusEl(status) { return el("span", { cls: "st " + (isError(status) ? "err" : "ok"), text: status || "–" }); }
@@ -90,6 +101,9 @@
   function toRecords(r) {
     var cols = runs[r].columns, out = [];
     runs[r].rows.forEach(function (arr, i) { out.push(rowObject(cols, arr, r, i)); });
+    // Planned work without a final result: listed (and filterable) as UNFINISHED, after the results.
+    (runs[r].unfinished || []).forEach(function (arr, j) {
+      var o = rowObject(cols, arr, r, runs[r].rows.length + j); o.unfinished = true; out.push(o); });
     return out;
   }
   function rowObject(cols, arr, r, i) {
@@ -184,7 +198,7 @@
       kv("Started", h.created_at ? h.created_at.replace("T", " ").replace(/\.\d+/, "") : null),
       kv("Duration", run.live ? "running (or stopped before its summary)" : fmtSeconds(s.duration_s)),
       kv("Cost", unknown ? (cost ? "≥ " + fmtCost(cost) + " (some calls unpriced)" : "unknown (no prices for this model)") : fmtCost(cost || 0)),
-      kv("Model calls · tokens", fmtInt(calls) + " · " + fmtInt(tokens)),
+      kv("Model calls · tokens", fmtInt(calls) + " · " + fmtInt(tokens) + retriedText(s.usage_retried || {})),
       kv("agentcompass · plugins", (h.agentcompass_version || "?") + " · " + (plugins || "–")),
       kv("Directory", h.path),
     ];
@@ -667,6 +681,7 @@
       host.appendChild(col);
       if (recs.length > 1) col.appendChild(el("h3", null, [swatch(r), "Run " + String.fromCharCode(65 + r) + ": " + runs[r].header.run_id]));
       if (!rec) { col.appendChild(el("div", { cls: "box note", text: "This run has no result for this task." })); return; }
+      if (rec.unfinished) { col.appendChild(el("div", { cls: "box note", text: "Unfinished: this task (trial) has no final result yet — the run was interrupted or stopped before it finished. agentcompass run --resume " + runs[rec.run].header.path + " runs it." })); return; }
       col.appendChild(el("p", { cls: "muted", text: "loading…" }));
       loadDetail(rec.key, function (d) {
         col.removeChild(col.lastChild);
@@ -797,6 +812,7 @@
             runs[r].rows = t.from === 0 ? t.rows : runs[r].rows.concat(t.rows);
             runs[r].replaced = t.replaced;
             runs[r].header = info.header; runs[r].summary = info.summary; runs[r].live = info.live; runs[r].warnings = info.warnings;
+            runs[r].unfinished = info.unfinished || [];
           });
       });
       probe.polls += 1;
