@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from pathlib import Path
 
 from agentcompass.cli.progress import Progress
 from agentcompass.runtime import RunResult, TaskStatus
+from agentcompass.testing.models import LoopbackOpenAI
 
 from tests.conftest import run_cli_subprocess, start_cli
+from tests.harnesses.support import assistant_turns, instruction, solver
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -66,21 +69,39 @@ def test_results_show_of_a_killed_run_shows_its_results_so_far(tmp_path):
     assert summary == live_summary(files, contract_of(files.info))
     statuses = [r[3] for r in rows(files) + unfinished_rows(files)]
     assert len(statuses) == 22 and statuses.count("UNFINISHED") == 22 - finished
+    run_id = json.loads((out / "run.json").read_text())["run_id"]  # what the killed run left
+    assert run_cli_subprocess("env", "prune", "--env", "local", "--run-id", run_id, testing=False).returncode == 0
 
 
 def test_every_model_call_is_in_the_usage_and_the_retried_share_is_apart(tmp_path):
+    # The provider answers each task's first call, then fails the second one of the first two tasks (an outage
+    # past --max-retries 0): those attempts are cut short after spending tokens, and retried (--retries 1).
+    lock = threading.Lock()
+    failed: set[str] = set()
+
+    def flaky(request):
+        task = instruction(request).splitlines()[0].lstrip("# ").strip()
+        with lock:
+            if assistant_turns(request) == 1 and task not in failed and len(failed) < 2:
+                failed.add(task)
+                return 503, {"error": {"message": "overloaded"}}
+        return solver(request)
+
     out = tmp_path / "run"
-    done = run_cli_subprocess("run", "example_interactive", "none", "mock", "-m", "latency=0.2", "--timeout",
-                              "0.5", "--retries", "1", "-o", str(out), testing=False)
-    assert done.returncode in (0, 1), done.stderr
+    with LoopbackOpenAI(flaky, api_key=None) as server:
+        done = run_cli_subprocess("run", "example_coding", "react", "openai-compatible/solver", "--model-base-url",
+                                  server.base_url, "--max-retries", "0", "--retries", "1", "-c", "2", "-o", str(out),
+                                  testing=False)
+    assert done.returncode == 0, done.stderr
     calls = read_jsonl(out / "trajectories.jsonl")
     finals = {(r["task_id"], r["trial"], r["attempt"]) for r in read_jsonl(out / "results.jsonl")}
     retried = [c for c in calls if (c["task_id"], c["trial"], c["attempt"]) not in finals]
-    assert retried, "the timeouts should have left retried attempts with model calls"
+    assert len(retried) == 4 and sum(c["prompt_tokens"] for c in retried) > 0  # 2 attempts, each 1 answer + 1 error
     summary = json.loads((out / "summary.json").read_text())
     assert summary["usage"]["agent"]["calls"] == len(calls)
     assert summary["usage"]["agent"]["prompt_tokens"] == sum(c["prompt_tokens"] for c in calls)
     assert summary["usage_retried"]["agent"]["calls"] == len(retried)
+    assert summary["usage_retried"]["agent"]["prompt_tokens"] == sum(c["prompt_tokens"] for c in retried)
     assert f"of which retried or cut-short attempts: {len(retried)} calls" in done.stdout
 
 

@@ -35,7 +35,6 @@ from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
-from agentcompass.known_secrets import known_secrets, missing_secret_env
 from agentcompass.logging import make_run_logger
 from agentcompass.models.gateway import ModelGateway, is_loopback, prune_socket_dirs
 from agentcompass.models.roles import GatewayModelAccess, build_clients, model_aliases, model_ids, spent_usd
@@ -55,6 +54,7 @@ from agentcompass.results.run_dir import LOGS, RunDirectory
 from agentcompass.results.summary import build_run_info, build_summary, contract_json, planned_work
 from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.executor import AttemptSpec
+from agentcompass.runtime.known_secrets import known_secrets, missing_secret_env
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.records import RunInfo, RunPlan, RunSummary, TaskEvent
@@ -256,13 +256,14 @@ class Runner:
             else:
                 work = [(t, trial) for trial in range(1, req.trials + 1) for t in tasks]
             todo = [(t, trial) for t, trial in work if (t.task_id, trial) not in finished]
+            asked = req  # what run.json records; ``req`` below runs with the concurrency the run can use
             if req.concurrency > max(len(todo), 1):  # more workers than attempts only costs start-up time
-                note = (f"--concurrency {req.concurrency} is more than this run can use ({len(todo)} attempts to "
-                        f"run): using {max(len(todo), 1)}")
-                log.warning("run.concurrency_capped", requested=req.concurrency, used=max(len(todo), 1))
-                if self.on_warning is not None:
-                    self.on_warning(note)
-                req = replace(req, concurrency=max(len(todo), 1))
+                used = max(len(todo), 1)
+                log.warning("run.concurrency_capped", requested=req.concurrency, used=used)
+                if self.on_warning is not None and "concurrency" in self.given:
+                    self.on_warning(f"--concurrency {req.concurrency} is more than this run can use ({len(todo)} "
+                                    f"attempts to run): using {used}")
+                req = replace(req, concurrency=used)
             final = dict(finished)
             provider = resolved.provider
             if self.resume:
@@ -308,7 +309,7 @@ class Runner:
                     on_result=self.on_result,
                 )
                 queue.add(todo, attempts_used, source.rescores() if source else None)
-                store.write_run_info(build_run_info(req, self._plan(req, resolved), resolved.plugin_versions,
+                store.write_run_info(build_run_info(asked, self._plan(req, resolved), resolved.plugin_versions,
                                                     previous, started_at, source.derived_from() if source else None,
                                                     planned_work(req, work)))
                 log.info("run.started", benchmark=req.benchmark, harness=req.harness, model=req.model,

@@ -52,7 +52,7 @@ class Progress:
         if run_dir is not None:
             click.echo(f"run directory: {run_dir}  (watch it: agentcompass view {run_dir})", err=True)
         if already_done:
-            click.echo(f"resuming: {already_done}/{total} results already finished", err=True)
+            click.echo(f"resuming: {already_done}/{total} tasks already finished", err=True)
         if self.tty and not self.task_lines:
             from rich.console import Console
             from rich.live import Live

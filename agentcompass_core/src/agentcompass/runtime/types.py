@@ -180,7 +180,7 @@ class RunRequest:
     #: machine's), which exposes the gateway's per-attempt-token endpoint to that network.
     gateway_host: str = "127.0.0.1"
     #: Names of environment variables whose values the run masks in everything it writes (``--secret-env``),
-    #: besides the provider keys and every credential-named variable (:mod:`agentcompass.known_secrets`).
+    #: besides the provider keys and every credential-named variable (:mod:`agentcompass.runtime.known_secrets`).
     secret_env: tuple[str, ...] = ()
 
 

@@ -1,4 +1,4 @@
-"""The secrets the page masks: the same set the run masks when it writes (:mod:`agentcompass.known_secrets`).
+"""The secrets the page masks: the same set the run masks when it writes (:mod:`agentcompass.runtime.known_secrets`).
 
 A run directory is already masked when written. The page masks once more, with the secrets *this* machine
 knows, so a run written elsewhere (or before a key was known) does not show one:
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentcompass.known_secrets import known_secrets
+from agentcompass.runtime.known_secrets import known_secrets
 from agentcompass.runtime.model_providers import Redactor
 
 __all__ = ["known_secrets", "make_redactor"]
