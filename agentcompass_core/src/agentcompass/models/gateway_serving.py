@@ -20,6 +20,7 @@ from agentcompass.models.metering import MeteredCall, MeteredModel
 from agentcompass.protocols import CODECS, CanonicalRequest, Codec, ProtocolError
 from agentcompass.protocols.sse import SSEParser, frame
 from agentcompass.redaction import Redactor
+from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.model_stream import (
     NativeReply,
     NativeRequest,
@@ -86,6 +87,17 @@ def _failure(gateway: ModelGateway, codec: Codec, role: str, exc: BaseException
     return 500, codec.error_body(500, mask(f"model {role!r} failed: {describe(exc)}"), "api_error"), None
 
 
+_DROPPED_LOGGED: set[tuple[str, str]] = set()
+
+
+def _log_dropped(protocol: str, dropped: tuple[str, ...]) -> None:
+    """Say once per process what translation leaves out of a protocol's requests (a tool type, a block)."""
+    new = sorted({d for d in dropped if (protocol, d) not in _DROPPED_LOGGED})
+    if new:
+        _DROPPED_LOGGED.update((protocol, d) for d in new)
+        get_logger(component="gateway").info("gateway.translation_dropped", protocol=protocol, dropped=new)
+
+
 def _params(request: CanonicalRequest) -> dict[str, Any]:
     return {k: v for k, v in request.params.items() if k in TRANSLATED_PARAMS}
 
@@ -133,6 +145,9 @@ async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path
     role = gateway.route(grant, canonical.model)
     if role is None:
         return _json(codec, 404, f"unknown model {canonical.model!r}", "not_found_error")
+    client = grant.clients[role]
+    if canonical.dropped and protocol not in client.inner.native_protocols:
+        _log_dropped(protocol, canonical.dropped)
     via_client = request.headers.get(VIA_HEADER, "") == "client"
     client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
     if protocol in client.inner.native_protocols:

@@ -346,9 +346,13 @@ class AnthropicCodec(Codec):
         elif isinstance(system, list) and system:
             messages.append({"role": "system", "content": _parts(system, dropped)})
         for m in raw_messages:
-            require(isinstance(m, Mapping) and m.get("role") in ("user", "assistant"),
-                    "each message needs a role, 'user' or 'assistant'")
+            require(isinstance(m, Mapping) and m.get("role") in ("user", "assistant", "system"),
+                    f"each message needs a role, 'user' or 'assistant' (got {str(m)[:200]!r})")
             content = m.get("content")
+            if m["role"] == "system":  # Claude Code sends system reminders as messages of their own
+                messages.append({"role": "system", "content": content if isinstance(content, str)
+                                 else _parts(list(content or []), dropped)})
+                continue
             if m["role"] == "assistant":
                 if isinstance(content, str):
                     messages.append({"role": "assistant", "content": content})
