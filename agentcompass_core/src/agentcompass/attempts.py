@@ -137,9 +137,12 @@ class AttemptQueue:
             self.stop(outcome.unfinished or "")
 
     def _event(self, kind: Any, result: RunResult) -> None:
+        error = result.error
+        if error and self.store.redactor.active:  # observers see what is written: masked
+            error = self.store.redactor.text(error)
         self.host.notify("agentcompass_task_event", event=TaskEvent(
             event=kind, run_id=self.request.run_id, task_id=result.task_id, attempt=result.attempt,
-            trial=result.trial, status=result.status.value, error=result.error, metrics=dict(result.metrics),
+            trial=result.trial, status=result.status.value, error=error, metrics=dict(result.metrics),
         ))
 
     def record_cancelled(self) -> None:

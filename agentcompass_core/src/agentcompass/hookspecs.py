@@ -27,7 +27,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 if TYPE_CHECKING:
     import click
 
-    from agentcompass.runtime.records import RunSummary, TaskEvent
+    from agentcompass.runtime.records import ModelCallEvent, RunSummary, TaskEvent
     from agentcompass.runtime.types import RunRequest
 
 Register = Callable[[str, Callable[..., Any]], None]
@@ -128,6 +128,22 @@ def agentcompass_task_event(event: TaskEvent) -> None:
     :param event: a :class:`~agentcompass.runtime.records.TaskEvent`; ``event.event`` is ``"task.phase"``
         (with ``phase`` and ``previous``), ``"task.retry"`` (with ``status`` and ``error``) or
         ``"task.finished"`` (with ``status``, ``error`` and ``metrics``).
+    :return: nothing.
+    """
+
+
+@hookspec
+def agentcompass_model_call(event: ModelCallEvent) -> None:
+    """Observer: a model call of a task attempt ended (answered or failed), in-process or through the gateway.
+
+    Called once per call, right after its record joined the attempt's trajectory, on the run's event loop
+    (so between the attempt's ``task.phase`` events: a call made while the attempt was ``RUNNING`` arrives
+    before the attempt's next phase event). When no installed plugin implements this hook the runner does not
+    build the events at all.
+
+    :param event: a :class:`~agentcompass.runtime.records.ModelCallEvent`: who called (task, trial, attempt,
+        role, via), when and for how long, tokens, finish reason, error (masked of the run's secrets), cost;
+        never the messages.
     :return: nothing.
     """
 

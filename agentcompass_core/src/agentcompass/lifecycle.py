@@ -17,6 +17,7 @@ Why one module past 300 lines: it is one state machine, and its phases read top 
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,7 +29,7 @@ import attrs
 
 from agentcompass.errors import InfrastructureError, describe
 from agentcompass.models.access import ModelAccess
-from agentcompass.models.metering import MeteredModel, TaskMeter
+from agentcompass.models.metering import CallRecord, MeteredModel, TaskMeter
 from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
@@ -53,6 +54,9 @@ class AttemptContext:
     :param artifacts_root: ``(task_id, trial, attempt) -> directory`` for ``plan.artifacts_dir``.
     :param environment_slots: bounds live environments (``--max-environments``), or ``None``.
     :param on_transition: called on every phase change ``(spec, previous, new)``.
+    :param on_model_call: called with ``(spec, record)`` as each model call of an attempt ends (the
+        :class:`~agentcompass.models.metering.CallRecord` its trajectory keeps); ``None`` when nothing observes
+        model calls.
     """
 
     request: RunRequest
@@ -63,6 +67,7 @@ class AttemptContext:
     artifacts_root: Callable[[str, int, int], Path]
     environment_slots: asyncio.Semaphore | None = None
     on_transition: Callable[[AttemptSpec, Phase, Phase], None] = lambda spec, prev, new: None
+    on_model_call: Callable[[AttemptSpec, CallRecord], None] | None = None
     #: Where a re-scored attempt's recorded artifacts are: ``(task_id, trial, attempt) -> directory``.
     source_artifacts: Callable[[str, int, int], Path] | None = None
     #: Sessions open right now, closed by the runner's teardown if an attempt could not close them.
@@ -137,7 +142,9 @@ class TaskAttempt:
             task.task_id, attempt, lambda prev, new: ctx.on_transition(spec, prev, new)
         )
         self.prepared: PreparedTask | None = None
-        self.meter = TaskMeter(task.task_id, attempt, seed=spec.seed)
+        self.meter = TaskMeter(task.task_id, attempt, seed=spec.seed, trial=spec.trial)
+        if ctx.on_model_call is not None:
+            self.meter.on_call = functools.partial(ctx.on_model_call, spec)
         self.timings: dict[str, float] = {}
         self._sessions: list[EnvironmentSession] = []
 

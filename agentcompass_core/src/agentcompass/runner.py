@@ -37,6 +37,7 @@ from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
 from agentcompass.logging import make_run_logger
 from agentcompass.models.gateway import ModelGateway, is_loopback, prune_socket_dirs
+from agentcompass.models.metering import CallRecord
 from agentcompass.models.roles import GatewayModelAccess, build_clients, model_aliases, model_ids, spent_usd
 from agentcompass.plugins import PluginHost
 from agentcompass.redaction import Redactor
@@ -57,7 +58,7 @@ from agentcompass.runtime.executor import AttemptSpec
 from agentcompass.runtime.known_secrets import known_secrets, missing_secret_env
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
-from agentcompass.runtime.records import RunInfo, RunPlan, RunSummary, TaskEvent
+from agentcompass.runtime.records import ModelCallEvent, RunInfo, RunPlan, RunSummary, TaskEvent
 from agentcompass.runtime.remote_attempts import scrub_request
 from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
@@ -103,6 +104,22 @@ OPTION_NAMES = {
     "limit": "-n/--limit", "task_ids": "-t/--task-id", "max_tokens_per_task": "--max-tokens-per-task",
 }
 _DEFAULT_REQUEST = RunRequest(benchmark="", harness="", model="")
+
+
+def model_call_event(run_id: str, spec: AttemptSpec, record: CallRecord, redactor: Redactor) -> ModelCallEvent:
+    """The observers' view of one call record: no messages, the error masked. Fields a record may lack (the
+    gateway protocols' ``protocol``, cached and reasoning tokens, time to first token) are ``None`` then."""
+    error = record.error
+    if error and redactor.active:
+        error = redactor.text(error)
+    return ModelCallEvent(
+        run_id=run_id, task_id=spec.task.task_id, trial=spec.trial, attempt=spec.attempt, role=record.role,
+        model=record.model, via=record.via, started_at=record.started_at, latency_s=record.latency_s,
+        prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
+        finish_reason=record.finish_reason, error=error, attempts=record.attempts, cost_usd=record.cost_usd,
+        protocol=getattr(record, "protocol", None), cached_tokens=getattr(record, "cached_tokens", None),
+        reasoning_tokens=getattr(record, "reasoning_tokens", None), ttft_s=getattr(record, "ttft_s", None),
+    )
 
 
 @attrs.define
@@ -297,6 +314,7 @@ class Runner:
                     models=access, artifacts_root=store.artifacts_dir,
                     environment_slots=asyncio.Semaphore(req.max_environments) if req.max_environments else None,
                     on_transition=self._transition_observer(req, log),
+                    on_model_call=self._model_call_observer(req, store.redactor),
                     source_artifacts=source.store.artifacts_dir if source else None,
                     gateway_host=gateway.host, gateway_port=gateway.port,
                     secrets=provider_secrets(clients),
@@ -369,6 +387,19 @@ class Runner:
                 previous=previous))
 
         return on_transition
+
+    def _model_call_observer(self, req: RunRequest, redactor: Redactor
+                             ) -> Callable[[AttemptSpec, CallRecord], None] | None:
+        """What tells the ``agentcompass_model_call`` observers of each call; ``None`` (no cost at all) when no
+        plugin implements that hook."""
+        if not self.host.pm.hook.agentcompass_model_call.get_hookimpls():
+            return None
+        notify, run_id = self.host.notify, req.run_id
+
+        def on_model_call(spec: AttemptSpec, record: CallRecord) -> None:
+            notify("agentcompass_model_call", event=model_call_event(run_id, spec, record, redactor))
+
+        return on_model_call
 
     @staticmethod
     def _plan(req: RunRequest, resolved: Resolved) -> RunPlan:

@@ -19,6 +19,11 @@ from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
 from agentcompass.exit_codes import ExitCode
 from agentcompass.runtime.types import RunRequest
 
+#: Set (to ``1``) by ``run --otel``: the ``otel`` plugin (agentcompass-otel) traces runs while it is set.
+OTEL_ENV = "AGENTCOMPASS_OTEL"
+#: The entry-point name of the plugin ``--otel`` needs.
+OTEL_PLUGIN = "otel"
+
 DEFAULTS = RunRequest(benchmark="", harness="", model="")
 REQUEST_FIELDS = frozenset(f.name for f in fields(RunRequest))
 
@@ -98,6 +103,18 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def enable_otel(host: Any) -> None:
+    """``--otel``: tell the ``otel`` plugin to trace this process's runs; a clear error when it is missing."""
+    import os
+
+    record = host.records.get(OTEL_PLUGIN)
+    if record is None or not record.loaded:
+        why = f" (it failed to load: {record.error})" if record is not None and record.error else ""
+        raise CLIError(f"--otel needs the agentcompass-otel plugin{why}; install it (pip install "
+                       "agentcompass-otel) and check 'agentcompass plugins list'")
+    os.environ[OTEL_ENV] = "1"
+
+
 def _ignore_signals() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
@@ -149,11 +166,14 @@ def request_from_options(benchmark: str, harness: str, model: str, user_model: s
 @click.option("--task-lines", is_flag=True,
               help="Print one line per finished task (the default when stderr is not a terminal; on a terminal "
                    "a live status line is shown instead).")
+@click.option("--otel", is_flag=True,
+              help="Export OpenTelemetry traces of the run over OTLP (the agentcompass-otel plugin; endpoint and "
+                   "protocol from $OTEL_EXPORTER_OTLP_*). Same as AGENTCOMPASS_OTEL=1.")
 @run_options
 @click.pass_context
 def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, model: str | None,
                 user_model: str | None, judge_model: str | None, output: Path | None, resume: Path | None,
-                as_json: bool, task_lines: bool, **options: Any) -> None:
+                as_json: bool, task_lines: bool, otel: bool, **options: Any) -> None:
     """Run BENCHMARK with HARNESS ('none' when the benchmark drives its own loop) and MODEL.
 
     Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
@@ -172,6 +192,8 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         raise CLIError("--output and --resume name different directories; give only --resume")
     request = request_from_options(benchmark or "", harness or "", model or "", user_model, judge_model, options)
     host = plugin_host(ctx)
+    if otel:
+        enable_otel(host)
     progress = Progress(enabled=True, task_lines=task_lines)
     signals_seen: list[str] = []
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -200,6 +200,10 @@ class TaskMeter:
     redactor: Redactor | None = None
     #: Keep call records (False on a remote worker: the head's meter records every call it relays).
     records_calls: bool = True
+    #: The (task, trial) of the attempt.
+    trial: int = 1
+    #: Told of every call record as it is kept (the runner's model-call observers), or ``None``.
+    on_call: Callable[[CallRecord], None] | None = None
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per role: calls, prompt/completion tokens, summed latency, errors, and cost when priced."""
@@ -285,6 +289,8 @@ class MeteredModel(ModelClient):
             redactor = self._redactor
         record.bound(redactor if redactor.active else None)
         self.meter.calls.append(record)
+        if self.meter.on_call is not None:
+            self.meter.on_call(record)
 
     def begin(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None, *,
               protocol: str = "", endpoint: str = "", stream: bool = False, passthrough: bool = False) -> MeteredCall:

@@ -50,6 +50,45 @@ class TaskEvent:
 
 
 @dataclass(frozen=True)
+class ModelCallEvent:
+    """What the observer hook ``agentcompass_model_call`` receives: one model call of a task attempt, ended
+    (answered or failed), as its trajectory record holds it — without the messages, the reply or anything else
+    a prompt may carry.
+
+    :param run_id: the run; :param task_id:, :param trial:, :param attempt: the attempt that made the call.
+    :param role: the model role (``agent``, ``user``, ``judge``); :param model: the model's name.
+    :param via: ``client`` (an in-process call) or ``gateway`` (code in the environment called the gateway).
+    :param started_at: when the call started (seconds since the epoch); :param latency_s: how long it took.
+    :param prompt_tokens:, :param completion_tokens: the tokens the provider reported.
+    :param finish_reason: why the model stopped (``stop``, ``tool_calls``, ``length``, ...), when it answered.
+    :param error: the error, masked of the run's secrets, when the call failed.
+    :param attempts: the provider's attempts (retries included); :param cost_usd: the call's cost, when priced.
+    :param protocol:, :param cached_tokens:, :param reasoning_tokens:, :param ttft_s: what the gateway's
+        protocol endpoints record, when the call's record has them (``None`` otherwise).
+    """
+
+    run_id: str
+    task_id: str
+    trial: int
+    attempt: int
+    role: str
+    model: str
+    via: str
+    started_at: float
+    latency_s: float
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    error: str | None = None
+    attempts: int = 1
+    cost_usd: float | None = None
+    protocol: str | None = None
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    ttft_s: float | None = None
+
+
+@dataclass(frozen=True)
 class MetricAggregate:
     """One scalar metric aggregated over a group of tasks.
 

@@ -1,0 +1,288 @@
+"""OpenTelemetry spans of agentcompass runs, built from the observer hooks.
+
+The tree of one run (one trace)::
+
+    run <benchmark>                          agentcompass.run_id, .benchmark, .harness, .model, ... , .score
+    └── task <task id>                       one span per attempt: .task.id, .trial, .attempt, .status, .score
+        ├── prepare | run | collect | evaluate    one span per phase the attempt went through
+        │   └── chat <model>                 one span per model call (gateway calls too, under ``run``),
+        │                                    with the GenAI semantic conventions' attributes
+        └── ...
+
+Attributes are a fixed list of names, numbers and statuses: never a message, a prompt, a reply, a tool
+argument or an environment variable. The only free text is an error message, which the runner masks of the
+run's secrets before any observer sees it (and which is cut to :data:`MAX_ERROR` characters).
+
+Spans go through the SDK's ``BatchSpanProcessor`` (exported on its own thread) to the exporter the standard
+``OTEL_EXPORTER_OTLP_*`` variables configure (:func:`otlp_exporter`); the run's end flushes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from agentcompass import hookimpl
+from agentcompass.errors import UsageError
+
+if TYPE_CHECKING:
+    from agentcompass.runtime.records import ModelCallEvent, RunSummary, TaskEvent
+    from agentcompass.runtime.types import RunRequest
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span, Tracer
+
+#: ``agentcompass run --otel`` sets it (to ``1``); the plugin traces runs while it is set to a true value.
+ENABLE_ENV = "AGENTCOMPASS_OTEL"
+#: Characters kept of an error message in a span.
+MAX_ERROR = 1000
+#: Spans the batch processor holds before it drops any (``OTEL_BSP_MAX_QUEUE_SIZE`` overrides): a run of
+#: 10,000 tasks makes about ten spans per task, exported as it goes.
+QUEUE_SIZE = 65536
+#: How long the run's end waits for its spans to be exported.
+FLUSH_MILLIS = 15_000
+PHASES = {"PREPARING": "prepare", "RUNNING": "run", "COLLECTING": "collect", "EVALUATING": "evaluate"}
+SERVICE_NAME = "agentcompass"
+
+
+def enabled_by_env() -> bool:
+    return os.environ.get(ENABLE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def otlp_exporter() -> SpanExporter:
+    """The OTLP span exporter the standard variables ask for: ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` or
+    ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``http/protobuf``, the default, or ``grpc``), each exporter reading its
+    endpoint, headers, timeout and TLS settings from ``OTEL_EXPORTER_OTLP_[TRACES_]*`` itself."""
+    protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+                or "http/protobuf").strip()
+    if protocol == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter()
+    if protocol == "grpc":
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+        except ImportError:
+            raise UsageError("OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the gRPC exporter: "
+                             "pip install 'agentcompass-otel[grpc]'") from None
+        return GrpcExporter()
+    raise UsageError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported; use http/protobuf or grpc")
+
+
+def provider_of(model_id: str) -> str:
+    """The GenAI ``system`` of a model id: its provider (``openai`` of ``openai/gpt-4o``; ``mock``)."""
+    return model_id.split("/", 1)[0] if "/" in model_id else model_id
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+def _cut(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= MAX_ERROR else text[:MAX_ERROR] + "…"
+
+
+def _primary_metric(run_dir: str) -> str | None:
+    """The metric contract's primary metric, from ``run.json`` (written before the run starts)."""
+    try:
+        info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+        primary = info["plan"]["metric_contract"]["primary"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return primary if isinstance(primary, str) else None
+
+
+@attrs.define
+class _Attempt:
+    span: Span
+    phase: Span | None = None
+
+
+@attrs.define
+class RunTrace:
+    """The spans of one run in progress."""
+
+    provider: TracerProvider
+    tracer: Tracer
+    root: Span
+    benchmark: str
+    roles: Mapping[str, str]
+    primary: str | None
+    attempts: dict[tuple[str, int, int], _Attempt] = attrs.field(factory=dict)
+
+    def _context(self, span: Span) -> Any:
+        from opentelemetry import trace
+
+        return trace.set_span_in_context(span)
+
+    def _attempt(self, task_id: str, trial: int, attempt: int) -> _Attempt:
+        key = (task_id, trial, attempt)
+        found = self.attempts.get(key)
+        if found is None:
+            span = self.tracer.start_span(f"task {task_id}", context=self._context(self.root), attributes={
+                "agentcompass.benchmark": self.benchmark, "agentcompass.task.id": task_id,
+                "agentcompass.trial": trial, "agentcompass.attempt": attempt})
+            found = self.attempts[key] = _Attempt(span)
+        return found
+
+    def task_event(self, event: TaskEvent) -> None:
+        if event.event == "task.phase":
+            attempt = self._attempt(event.task_id, event.trial, event.attempt)
+            if attempt.phase is not None:
+                attempt.phase.end()
+                attempt.phase = None
+            name = PHASES.get(event.phase or "")
+            if name is not None:
+                attempt.phase = self.tracer.start_span(name, context=self._context(attempt.span), attributes={
+                    "agentcompass.phase": name, "agentcompass.task.id": event.task_id})
+            return
+        found = self.attempts.pop((event.task_id, event.trial, event.attempt), None)
+        if found is None:
+            return
+        self._end_attempt(found, event.status or "", event.error, event.metrics, retried=event.event == "task.retry")
+
+    def _end_attempt(self, attempt: _Attempt, status: str, error: str | None, metrics: Mapping[str, float],
+                     retried: bool = False) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        if attempt.phase is not None:
+            attempt.phase.end()
+        span = attempt.span
+        span.set_attribute("agentcompass.status", status)
+        if retried:
+            span.set_attribute("agentcompass.retried", True)
+        for name, value in metrics.items():
+            span.set_attribute(f"agentcompass.metric.{name}", float(value))
+        if self.primary is not None and self.primary in metrics:
+            span.set_attribute("agentcompass.score", float(metrics[self.primary]))
+        if status != "COMPLETED":
+            if error:
+                span.set_attribute("agentcompass.error", _cut(error) or "")
+            span.set_status(Status(StatusCode.ERROR, _cut(f"{status}: {error}" if error else status)))
+        span.end()
+
+    def model_call(self, event: ModelCallEvent) -> None:
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        attempt = self.attempts.get((event.task_id, event.trial, event.attempt))
+        parent = self.root if attempt is None else (attempt.phase or attempt.span)
+        model_id = self.roles.get(event.role, event.model)
+        system = provider_of(model_id)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat", "gen_ai.system": system, "gen_ai.provider.name": system,
+            "gen_ai.request.model": model_id, "gen_ai.response.model": event.model,
+            "gen_ai.usage.input_tokens": event.prompt_tokens, "gen_ai.usage.output_tokens": event.completion_tokens,
+            "agentcompass.role": event.role, "agentcompass.via": event.via, "agentcompass.task.id": event.task_id,
+            "agentcompass.trial": event.trial, "agentcompass.attempt": event.attempt,
+            "agentcompass.model.attempts": event.attempts,
+        }
+        if event.finish_reason:
+            attributes["gen_ai.response.finish_reasons"] = (event.finish_reason,)
+        if event.cached_tokens is not None:
+            attributes["gen_ai.usage.cache_read.input_tokens"] = event.cached_tokens
+        if event.reasoning_tokens is not None:
+            attributes["gen_ai.usage.reasoning.output_tokens"] = event.reasoning_tokens
+        if event.protocol:
+            attributes["agentcompass.protocol"] = event.protocol
+        if event.ttft_s is not None:
+            attributes["agentcompass.ttft_s"] = event.ttft_s
+        if event.cost_usd is not None:
+            attributes["agentcompass.cost_usd"] = event.cost_usd
+        start = _ns(event.started_at)
+        span = self.tracer.start_span(f"chat {model_id}", context=self._context(parent), kind=SpanKind.CLIENT,
+                                      attributes=attributes, start_time=start)
+        if event.error:
+            span.set_attribute("error.type", "ModelError")
+            span.set_status(Status(StatusCode.ERROR, _cut(event.error)))
+        span.end(end_time=start + _ns(event.latency_s))
+
+    def finish(self, summary: RunSummary | None) -> None:
+        """End every open span (attempts an interruption cut short end ``CANCELLED``) and flush the trace."""
+        for attempt in list(self.attempts.values()):
+            self._end_attempt(attempt, "CANCELLED", "cancelled: the run ended before the attempt did", {})
+        self.attempts.clear()
+        root = self.root
+        if summary is not None:
+            for status, n in summary.status_counts.items():
+                root.set_attribute(f"agentcompass.status_count.{status}", n)
+            root.set_attribute("agentcompass.n_tasks", summary.n_tasks)
+            root.set_attribute("agentcompass.interrupted", summary.interrupted)
+            aggregate = summary.metrics.overall.get(summary.primary_metric)
+            if aggregate is not None and aggregate.mean is not None:
+                root.set_attribute("agentcompass.score", aggregate.mean)
+            if summary.stopped_reason:
+                root.set_attribute("agentcompass.stopped_reason", _cut(summary.stopped_reason) or "")
+        root.end()
+        try:
+            self.provider.force_flush(FLUSH_MILLIS)
+        finally:
+            self.provider.shutdown()
+
+
+@attrs.define(eq=False)  # hashable: pluggy keeps plugins in sets
+class RunTracing:
+    """The plugin: traces every run of this process while enabled (``--otel`` or ``AGENTCOMPASS_OTEL=1``).
+
+    :param exporter_factory: makes the run's span exporter (default :func:`otlp_exporter`); tests pass the
+        SDK's in-memory exporter.
+    :param enabled: force tracing on or off (default: :data:`ENABLE_ENV`, read as each run starts).
+    """
+
+    exporter_factory: Callable[[], SpanExporter] = otlp_exporter
+    enabled: bool | None = None
+    runs: dict[str, RunTrace] = attrs.field(factory=dict)
+
+    def is_enabled(self) -> bool:
+        return self.enabled if self.enabled is not None else enabled_by_env()
+
+    @hookimpl
+    def agentcompass_run_started(self, run_id: str, request: RunRequest, run_dir: str) -> None:
+        if not self.is_enabled():
+            return
+        from agentcompass.models.roles import model_ids
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        from agentcompass_otel import __version__
+
+        resource = Resource.create()
+        if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+            resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
+        provider = TracerProvider(resource=resource)
+        queue = int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or QUEUE_SIZE)
+        provider.add_span_processor(BatchSpanProcessor(self.exporter_factory(), max_queue_size=queue))
+        tracer = provider.get_tracer("agentcompass_otel", __version__)
+        roles = model_ids(request)
+        root = tracer.start_span(f"run {request.benchmark}", attributes={
+            "agentcompass.run_id": run_id, "agentcompass.benchmark": request.benchmark,
+            "agentcompass.harness": request.harness, "agentcompass.model": roles.get("agent", request.model),
+            "agentcompass.environment": request.environment, "agentcompass.executor": request.executor,
+            "agentcompass.trials": request.trials, "gen_ai.request.model": roles.get("agent", request.model),
+            **({"agentcompass.seed": request.seed} if request.seed is not None else {}),
+        })
+        self.runs[run_id] = RunTrace(provider, tracer, root, request.benchmark, roles, _primary_metric(run_dir))
+
+    @hookimpl
+    def agentcompass_task_event(self, event: TaskEvent) -> None:
+        trace = self.runs.get(event.run_id)
+        if trace is not None:
+            trace.task_event(event)
+
+    @hookimpl
+    def agentcompass_model_call(self, event: ModelCallEvent) -> None:
+        trace = self.runs.get(event.run_id)
+        if trace is not None:
+            trace.model_call(event)
+
+    @hookimpl
+    def agentcompass_run_finished(self, run_id: str, summary: RunSummary) -> None:
+        trace = self.runs.pop(run_id, None)
+        if trace is not None:
+            trace.finish(summary)
