@@ -11,7 +11,12 @@ Prints:
     plugin loading, the run and its files);
   * start-up time of ``agentcompass plugins list`` (median of 5).
 
-Usage: uv sync --compile-bytecode && uv run python bench/overhead.py [--n 1000] [--rss-n 10000]
+With ``--otel``, instead: the cost of OpenTelemetry tracing (agentcompass-otel) at 0 ms model latency, the
+worst case — per-task time with tracing on (spans exported over OTLP/HTTP to a sink on loopback, in a child
+process) against off (the plugin installed, ``--otel`` not given) and absent (the plugin not loaded), the
+median of 5 alternating runs each at concurrency 8 and 100.
+
+Usage: uv sync --compile-bytecode && uv run python bench/overhead.py [--n 1000] [--rss-n 10000] [--otel]
 (byte-compiling once matters where PYTHONDONTWRITEBYTECODE is set: otherwise every start compiles its imports).
 """
 
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -65,14 +72,22 @@ class BenchPlugin:
         register("bench_calls", CallsBenchmark)
 
 
-def run_once(n: int, concurrency: int, latency: float) -> float:
+def run_once(n: int, concurrency: int, latency: float, otel: str = "off") -> float:
+    """Seconds to run N tasks; ``otel``: ``off`` (the plugin loaded, tracing off), ``on`` or ``absent``."""
     host = load_plugins()
     host.add_plugin(BenchPlugin(), "bench")
+    if otel == "absent":
+        host.remove_plugin("otel")
+    elif otel == "on":
+        os.environ["AGENTCOMPASS_OTEL"] = "1"
     req = RunRequest(benchmark="bench_calls", harness="none", model="mock", concurrency=concurrency,
                      benchmark_args={"n": str(n)}, model_args={"latency": str(latency)} if latency else {})
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        outcome = asyncio.run(Runner(host, req, run_dir=Path(tmp) / "run", handle_signals=False).run())
+        try:
+            outcome = asyncio.run(Runner(host, req, run_dir=Path(tmp) / "run", handle_signals=False).run())
+        finally:
+            os.environ.pop("AGENTCOMPASS_OTEL", None)
         elapsed = time.perf_counter() - started
     summary = outcome.summary
     assert summary.status_counts == {"COMPLETED": n}, summary.status_counts
@@ -94,14 +109,60 @@ def whole_process(n: int) -> tuple[float, float]:
     return wall, json.loads(child.stdout.strip().splitlines()[-1])["maxrss_kb"] / 1024
 
 
+#: An OTLP/HTTP sink: accepts every export request and drops it (run in a child process).
+SINK = """
+import http.server, sys
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *args): pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+@contextlib.contextmanager
+def otlp_sink():  # type: ignore[no-untyped-def]
+    sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(sink.stdout.readline())  # type: ignore[union-attr]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        sink.terminate()
+        sink.wait()
+
+
+def otel_overhead(n: int) -> None:
+    print(f"OpenTelemetry overhead — N={n} tasks × K={K} in-process mock calls, 0 ms latency, local environment; "
+          f"median of 5 alternating runs")
+    with otlp_sink() as endpoint:
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+        for concurrency in (8, 100):
+            times: dict[str, list[float]] = {"absent": [], "off": [], "on": []}
+            for _ in range(5):
+                for mode in times:
+                    times[mode].append(run_once(n, concurrency, 0.0, otel=mode))
+            med = {mode: statistics.median(t) / n * 1000 for mode, t in times.items()}
+            print(f"  concurrency {concurrency:>3}: plugin absent {med['absent']:.3f} ms/task, tracing off "
+                  f"{med['off']:.3f} ms/task ({(med['off'] / med['absent'] - 1) * 100:+.1f}%), tracing on "
+                  f"{med['on']:.3f} ms/task ({(med['on'] / med['off'] - 1) * 100:+.1f}% against off; "
+                  f"target ≤ 10%)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--rss-n", type=int, default=10_000)
     parser.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--otel", action="store_true", help="Measure the cost of OpenTelemetry tracing only.")
     args = parser.parse_args()
     if args.rss_child is not None:
         rss_child(args.rss_child)
+        return
+    if args.otel:
+        otel_overhead(args.n)
         return
 
     n = args.n

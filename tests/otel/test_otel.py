@@ -1,0 +1,109 @@
+"""OpenTelemetry traces of runs: received with the SDK's in-memory exporter (in-process runs) and with an
+OTLP/HTTP receiver on loopback (``agentcompass run --otel`` through the real CLI); the tree run → task attempt →
+phase → model call, its attributes against the run directory, and no planted key anywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentcompass.plugins import load_plugins
+from agentcompass.testing import run_benchmark
+from agentcompass_otel.tracing import RunTracing
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.export.runs import PLANTED_KEY, jsonl, make_runs, run_cli
+from tests.otel.receiver import otlp_receiver
+from tests.otel.spans import all_values, check_run_tree, from_sdk
+
+
+def traced_host(exporter: InMemorySpanExporter, enabled: bool | None = True):  # type: ignore[no-untyped-def]
+    host = load_plugins()
+    host.remove_plugin("otel")  # the installed one reads $AGENTCOMPASS_OTEL: replace it by one we control
+    tracing = RunTracing(exporter_factory=lambda: exporter, enabled=enabled)
+    host.add_plugin(tracing, "otel-test")
+    return host
+
+
+async def test_the_main_job_is_one_trace_tree(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    run = await run_benchmark("example_interactive", host=traced_host(exporter), run_dir=tmp_path / "run", seed=7)
+    assert run.exit_code == 0
+    spans = from_sdk(exporter.get_finished_spans())
+    tree = check_run_tree(spans, tmp_path / "run")
+    assert len(tree["attempts"]) == 11
+    assert {s.attributes["agentcompass.via"] for s in tree["calls"]} == {"gateway"}  # the benchmark's own runner
+    assert tree["root"].resource["service.name"] == "agentcompass"
+
+
+async def test_retried_attempts_are_spans_of_their_own(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    run = await run_benchmark("example_interactive", host=traced_host(exporter), run_dir=tmp_path / "run",
+                              limit=3, model_args={"latency": "0.2"}, timeout=0.5, retries=1, seed=7)
+    assert run.exit_code == 1
+    tree = check_run_tree(from_sdk(exporter.get_finished_spans()), tmp_path / "run")
+    retried = [s for s in tree["attempts"] if s.attributes.get("agentcompass.retried")]
+    assert retried and all(s.attributes["agentcompass.attempt"] == 1 and s.status_code == 2 for s in retried)
+    assert "timed out" in retried[0].attributes["agentcompass.error"]
+
+
+async def test_trials_and_an_error_prone_model(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    await run_benchmark("example_interactive", host=traced_host(exporter), run_dir=tmp_path / "run", limit=4,
+                        trials=3, model_args={"error_rate": "0.3"}, seed=8)
+    tree = check_run_tree(from_sdk(exporter.get_finished_spans()), tmp_path / "run")
+    assert {s.attributes["agentcompass.trial"] for s in tree["attempts"]} == {1, 2, 3}
+
+
+async def test_disabled_tracing_makes_no_span_and_no_exporter(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("AGENTCOMPASS_OTEL", raising=False)
+
+    def no_exporter():  # type: ignore[no-untyped-def]
+        raise AssertionError("an exporter was made while tracing was off")
+
+    host = load_plugins()
+    host.remove_plugin("otel")
+    tracing = RunTracing(exporter_factory=no_exporter)
+    host.add_plugin(tracing, "otel-test")
+    run = await run_benchmark("example_interactive", host=host, run_dir=tmp_path / "run", limit=2)
+    assert run.exit_code == 0 and not tracing.runs
+    assert "plugin.observer_failed" not in (tmp_path / "run" / "logs.jsonl").read_text()
+
+
+def test_runs_with_otel_reach_an_otlp_receiver(tmp_path: Path) -> None:
+    """The four runs of the export tests, each with ``--otel``, exported by the SDK's OTLP/HTTP exporter to a
+    receiver on loopback: every trace checks out, and the react run's planted key is nowhere in what arrived."""
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+               "OTEL_SERVICE_NAME": "h27-otel-test"}
+        runs = make_runs(tmp_path, "--otel", env=env)
+    assert receiver.bodies and set(receiver.paths) == {"/v1/traces"}
+    assert set(receiver.content_types) == {"application/x-protobuf"}
+    for run_dir in runs.values():
+        check_run_tree(receiver.spans, run_dir)
+    assert {s.resource["service.name"] for s in receiver.spans} == {"h27-otel-test"}
+    assert len({s.trace_id for s in receiver.spans}) == 4
+    for body in receiver.bodies:
+        assert PLANTED_KEY.encode() not in body
+    assert PLANTED_KEY not in all_values(receiver.spans)
+    react = json.loads((runs["react"] / "run.json").read_text())["run_id"]
+    failed = [s for s in receiver.spans if s.name.startswith("chat ") and s.status_code == 2]
+    assert len(failed) == 1 and "HTTP 500" in failed[0].status_message
+    assert failed[0].attributes["agentcompass.via"] == "client"  # the react harness calls in-process
+    assert any(s.attributes.get("agentcompass.run_id") == react for s in receiver.spans)
+
+
+def test_otel_without_the_plugin_is_a_clear_error(tmp_path: Path) -> None:
+    done = run_cli("run", "example_interactive", "none", "mock", "-n", "1", "-o", str(tmp_path / "run"), "--otel",
+                   env={"AGENTCOMPASS_LOAD_PLUGINS": "example_interactive"})
+    assert done.returncode == 2
+    assert "--otel needs the agentcompass-otel plugin" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unsupported_protocol_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    done = run_cli("run", "example_interactive", "none", "mock", "-n", "1", "-o", str(tmp_path / "run"), "--otel",
+                   env={"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+    assert done.returncode == 0, done.stderr
+    failures = [e for e in jsonl(tmp_path / "run" / "logs.jsonl") if e.get("event") == "plugin.observer_failed"]
+    assert failures and "OTEL_EXPORTER_OTLP_PROTOCOL='http/json' is not supported" in failures[0]["error"]
