@@ -71,7 +71,7 @@ def otlp_receiver() -> Iterator[Receiver]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with lock:
                 receiver.bodies.append(body)

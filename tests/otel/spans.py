@@ -61,7 +61,7 @@ def check_run_tree(spans: list[ReceivedSpan], run_dir: Path) -> dict[str, Any]:
         else:
             assert span.status_code == 2 and result["status"] in span.status_message
 
-    phases = [s for s in mine if s.parent_id in {a.span_id for a in attempts}]
+    phases = [s for s in mine if s.parent_id in {a.span_id for a in attempts} and not s.name.startswith("chat ")]
     for attempt in attempts:
         names = [p.name for p in sorted((p for p in phases if p.parent_id == attempt.span_id),
                                         key=lambda p: p.start_ns)]
@@ -72,22 +72,29 @@ def check_run_tree(spans: list[ReceivedSpan], run_dir: Path) -> dict[str, Any]:
     calls = [s for s in mine if s.name.startswith("chat ")]
     assert len(mine) == 1 + len(attempts) + len(phases) + len(calls)
     recorded = list(jsonl(run_dir / "trajectories.jsonl"))
-    assert len(calls) == len(recorded)
     roles = info["plan"]["model_roles"]
     expected = Counter((c["task_id"], c["trial"], c["attempt"], c["prompt_tokens"], c["completion_tokens"],
                         c["finish_reason"], roles[c["role"]]) for c in recorded)
-    got = Counter()
+    got: Counter[tuple[Any, ...]] = Counter()
+    late: Counter[tuple[Any, ...]] = Counter()
     for span in calls:
         a = span.attributes
         parent = by_id[span.parent_id]
         assert parent.name == "run" and by_id[parent.parent_id] in attempts  # under the attempt's run phase
         assert span.kind == CLIENT and a["gen_ai.operation.name"] == "chat"
         assert a["gen_ai.system"] == a["gen_ai.request.model"].split("/")[0]
-        assert span.start_ns >= parent.start_ns and span.end_ns <= parent.end_ns
-        got[(a["agentcompass.task.id"], a["agentcompass.trial"], a["agentcompass.attempt"],
-             a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"],
-             (a.get("gen_ai.response.finish_reasons") or (None,))[0], a["gen_ai.request.model"])] += 1
-    assert got == expected
+        assert span.start_ns >= parent.start_ns
+        key = (a["agentcompass.task.id"], a["agentcompass.trial"], a["agentcompass.attempt"],
+               a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"],
+               (a.get("gen_ai.response.finish_reasons") or (None,))[0], a["gen_ai.request.model"])
+        if a.get("agentcompass.after_attempt_end"):
+            # a call still in flight when its attempt ended (a timeout): its trajectory may have ended without it
+            assert by_id[parent.parent_id].attributes["agentcompass.status"] != "COMPLETED"
+            late[key] += 1
+            continue
+        assert span.end_ns <= parent.end_ns
+        got[key] += 1
+    assert not got - expected and not (expected - got) - late, (expected, got, late)
     return {"root": root, "attempts": attempts, "phases": phases, "calls": calls}
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,7 +102,10 @@ def _primary_metric(run_dir: str) -> str | None:
 @attrs.define
 class _Attempt:
     span: Span
+    #: The open phase, if any.
     phase: Span | None = None
+    #: Every phase so far and when it started (ns): a model call goes under the phase it started in.
+    phases: list[tuple[int, Span]] = attrs.field(factory=list)
 
 
 @attrs.define
@@ -139,8 +143,10 @@ class RunTrace:
                 attempt.phase = None
             name = PHASES.get(event.phase or "")
             if name is not None:
+                start = time.time_ns()
                 attempt.phase = self.tracer.start_span(name, context=self._context(attempt.span), attributes={
-                    "agentcompass.phase": name, "agentcompass.task.id": event.task_id})
+                    "agentcompass.phase": name, "agentcompass.task.id": event.task_id}, start_time=start)
+                attempt.phases.append((start, attempt.phase))
             return
         found = self.attempts.pop((event.task_id, event.trial, event.attempt), None)
         if found is None:
@@ -171,7 +177,11 @@ class RunTrace:
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         attempt = self.attempts.get((event.task_id, event.trial, event.attempt))
-        parent = self.root if attempt is None else (attempt.phase or attempt.span)
+        start = _ns(event.started_at)
+        parent = self.root
+        if attempt is not None:
+            begun = [span for started, span in attempt.phases if started <= start]
+            parent = begun[-1] if begun else (attempt.phase or attempt.span)
         model_id = self.roles.get(event.role, event.model)
         system = provider_of(model_id)
         attributes: dict[str, Any] = {
@@ -194,7 +204,10 @@ class RunTrace:
             attributes["agentcompass.ttft_s"] = event.ttft_s
         if event.cost_usd is not None:
             attributes["agentcompass.cost_usd"] = event.cost_usd
-        start = _ns(event.started_at)
+        if attempt is None or attempt.phase is None:
+            # A call that ended after its attempt did (a gateway call still in flight when a timeout ended the
+            # run phase): shown, though the attempt's recorded trajectory ended without it.
+            attributes["agentcompass.after_attempt_end"] = True
         span = self.tracer.start_span(f"chat {model_id}", context=self._context(parent), kind=SpanKind.CLIENT,
                                       attributes=attributes, start_time=start)
         if event.error:
