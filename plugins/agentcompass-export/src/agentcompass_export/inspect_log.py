@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage
 
 #: ``finish_reason`` of a call → Inspect's ``stop_reason``.
-STOP_REASONS: dict[str, Any] = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "max_tokens",
-                "max_tokens": "max_tokens", "content_filter": "content_filter", "end_turn": "stop",
-                "tool_use": "tool_calls", "stop_sequence": "stop"}
+STOP_REASONS: dict[str, Any] = {
+    "stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "max_tokens",
+    "max_tokens": "max_tokens", "content_filter": "content_filter", "end_turn": "stop", "tool_use": "tool_calls",
+    "stop_sequence": "stop"}
 
 
 def require_inspect() -> None:
