@@ -25,7 +25,7 @@ from agentcompass.errors import UsageError
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 from agentcompass_export.chat import agent_calls, conversation, text_of, tool_calls_of
-from agentcompass_export.source import Calls, RunSource
+from agentcompass_export.source import Calls, Record, RunSource
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -224,13 +224,14 @@ def build_log(source: RunSource) -> EvalLog:
     if summary is not None:
         status = "cancelled" if summary.interrupted or summary.stopped_reason else "success"
         scores = []
-        for name, agg in summary.metrics.overall.items():
+        for name, overall in summary.metrics.overall.items():
+            agg = Record(overall)
             figures = {"mean": agg.mean, "mean_completed": agg.mean_completed, "stderr": agg.stderr}
             if agg.ci95 is not None:
                 figures.update(ci95_low=agg.ci95[0], ci95_high=agg.ci95[1])
             metrics = {k: EvalMetric(name=k, value=v) for k, v in figures.items() if v is not None}
             if name == summary.primary_metric:
-                for pk in summary.metrics.pass_k:
+                for pk in summary.metrics.pass_k or ():
                     metrics[f"pass@{pk.k}"] = EvalMetric(name=f"pass@{pk.k}", value=pk.pass_at_k)
                     metrics[f"pass^{pk.k}"] = EvalMetric(name=f"pass^{pk.k}", value=pk.pass_hat_k)
             scores.append(EvalScore(name=name, scorer=req.benchmark, scored_samples=agg.n_completed,
@@ -244,10 +245,10 @@ def build_log(source: RunSource) -> EvalLog:
         stats = EvalStats(
             started_at=info.created_at,
             completed_at=(started + dt.timedelta(seconds=summary.duration_s)).isoformat(),
-            model_usage={roles.get(role, role): _usage(u.prompt_tokens, u.completion_tokens, u.cost_usd)
-                         for role, u in summary.usage.items()},
-            role_usage={role: _usage(u.prompt_tokens, u.completion_tokens, u.cost_usd)
-                        for role, u in summary.usage.items()},
+            model_usage={roles.get(role, role): _usage(u["prompt_tokens"], u["completion_tokens"], u.get("cost_usd"))
+                         for role, u in (summary.usage or {}).items()},
+            role_usage={role: _usage(u["prompt_tokens"], u["completion_tokens"], u.get("cost_usd"))
+                        for role, u in (summary.usage or {}).items()},
         )
     return EvalLog(status=status, eval=spec, plan=plan, results=results, stats=stats,  # type: ignore[arg-type]
                    samples=samples)

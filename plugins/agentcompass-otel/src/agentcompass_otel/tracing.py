@@ -258,7 +258,6 @@ class RunTracing:
     def agentcompass_run_started(self, run_id: str, request: RunRequest, run_dir: str) -> None:
         if not self.is_enabled():
             return
-        from agentcompass.models.roles import model_ids
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -272,7 +271,7 @@ class RunTracing:
         queue = int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or QUEUE_SIZE)
         provider.add_span_processor(BatchSpanProcessor(self.exporter_factory(), max_queue_size=queue))
         tracer = provider.get_tracer("agentcompass_otel", __version__)
-        roles = model_ids(request)
+        roles = {"agent": request.model, **dict(request.role_models)}
         root = tracer.start_span(f"run {request.benchmark}", attributes={
             "agentcompass.run_id": run_id, "agentcompass.benchmark": request.benchmark,
             "agentcompass.harness": request.harness, "agentcompass.model": roles.get("agent", request.model),
