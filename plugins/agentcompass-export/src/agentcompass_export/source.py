@@ -63,7 +63,7 @@ def result_of(data: Mapping[str, Any]) -> RunResult | None:
         return None
     if not isinstance(metrics, dict) or not all(type(v) in (int, float) for v in metrics.values()):
         return None
-    error, phase = data.get("error"), data.get("error_phase")
+    error, phase, usage = data.get("error"), data.get("error_phase"), data.get("usage")
     if not (error is None or isinstance(error, str)) or not (phase is None or isinstance(phase, str)):
         return None
     return RunResult(
@@ -71,7 +71,7 @@ def result_of(data: Mapping[str, Any]) -> RunResult | None:
         status=status, final_answer=data.get("final_answer"), error=error, metrics=metrics, attempt=attempt,
         trial=trial, seed=data.get("seed") if type(data.get("seed")) is int else None, error_phase=phase,
         timings=timings if isinstance(timings, dict) else {},
-        usage=data.get("usage") if isinstance(data.get("usage"), dict) else {},
+        usage=usage if isinstance(usage, dict) else {},
     )
 
 
