@@ -25,9 +25,9 @@ FAILING_TASK = "roman"
 
 
 def flaky_solver(request: dict[str, Any]) -> Any:
-    """:func:`solver`, except that the second call of :data:`FAILING_TASK` is answered with a 500."""
+    """:func:`solver`, except that the second call of :data:`FAILING_TASK` is refused (HTTP 400: not an outage, so the run goes on)."""
     if FAILING_TASK in instruction(request).splitlines()[0] and assistant_turns(request) == 1:
-        return 500, {"error": {"message": "the loopback server failed on purpose", "type": "server_error"}}
+        return 400, {"error": {"message": "the loopback server refused this request on purpose", "type": "invalid_request_error"}}
     return solver(request)
 
 

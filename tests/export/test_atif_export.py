@@ -84,7 +84,7 @@ def test_tool_results_are_the_steps_observations(exported: dict[str, Path]) -> N
     assert "observation" not in submit  # nothing came back after the last call
     failed = json.loads(trajectory_path(exported["react"], "roman", 1).read_text())
     last = failed["steps"][-1]
-    assert last["source"] == "agent" and "HTTP 500" in last["extra"]["error"]
+    assert last["source"] == "agent" and "HTTP 400" in last["extra"]["error"]
     assert failed["extra"]["agentcompass"]["status"] == "RUN_ERROR"
 
 

@@ -88,7 +88,7 @@ def test_runs_with_otel_reach_an_otlp_receiver(tmp_path: Path) -> None:
     assert PLANTED_KEY not in all_values(receiver.spans)
     react = json.loads((runs["react"] / "run.json").read_text())["run_id"]
     failed = [s for s in receiver.spans if s.name.startswith("chat ") and s.status_code == 2]
-    assert len(failed) == 1 and "HTTP 500" in failed[0].status_message
+    assert len(failed) == 1 and "HTTP 400" in failed[0].status_message
     assert failed[0].attributes["agentcompass.via"] == "client"  # the react harness calls in-process
     assert any(s.attributes.get("agentcompass.run_id") == react for s in receiver.spans)
 
