@@ -335,7 +335,7 @@ class TaskAttempt:
         retryable: bool, env: EnvironmentSession | None, artifacts_dir: Path,
     ) -> tuple[RunResult, bool]:
         """The evaluate phase: in ``env`` when given, else in no environment (mode ``none``) or in a fresh one
-        holding the collected artifacts under ``artifacts/`` (mode ``fresh``)."""
+        holding the collected artifacts at ``evaluation_artifacts_path`` (mode ``fresh``)."""
         task, req, bench, timeouts = self.task, self.ctx.request, self.ctx.benchmark, self.timeouts
         self.machine.advance(Phase.EVALUATING)
         t0 = time.perf_counter()
@@ -345,7 +345,7 @@ class TaskAttempt:
             if opening:
                 eval_env = await self._open_environment(base_env)
                 if artifacts_dir.is_dir():  # noqa: ASYNC240 - one stat
-                    await eval_env.upload(artifacts_dir, "artifacts")
+                    await eval_env.upload(artifacts_dir, bench.evaluation_artifacts_path)
             evaluated = _check_result(
                 await _within(
                     timeouts.get("evaluate"), bench.evaluate(task, prepared, result, req, plan, eval_env)

@@ -35,12 +35,16 @@ class BaseBenchmark:
     * ``evaluation_environment_mode`` — ``"none"``: ``evaluate`` gets ``env=None`` and the run environment
       closes after collection; ``"reuse"``: ``evaluate`` runs in the task's environment; ``"fresh"``: a new
       environment from the same spec, holding the files ``collect_artifacts`` saved into
-      ``plan.artifacts_dir`` under ``artifacts/``.
+      ``plan.artifacts_dir`` under ``artifacts/`` (see ``evaluation_artifacts_path``).
     * ``required_model_roles`` — roles that must be configured (``"agent"``, ``"user"``, ``"judge"``).
     * ``evaluate_needs_live_environment`` — ``evaluate`` reads state that only the task's live environment holds
       (not the collected artifacts nor the result), so ``agentcompass evaluate`` refuses to score a finished run
       again. When False (the default), a re-scored ``reuse`` benchmark gets a fresh environment with the
       collected artifacts under ``artifacts/``, as ``fresh`` does.
+    * ``evaluation_artifacts_path`` — where a fresh evaluation environment holds the collected artifacts: relative
+      to its working directory (the default, ``"artifacts"``) or absolute. A benchmark that grades the working
+      directory itself (a repository at a commit) sets an absolute path outside it, so nothing collected lands
+      inside what is graded.
     * ``metric_contract`` may also be the name of a registered contract (``"score"``, ``"reward"``, ...).
     """
 
@@ -50,6 +54,7 @@ class BaseBenchmark:
     evaluation_environment_mode: EvaluationEnvironmentMode = "none"
     required_model_roles: tuple[str, ...] = ("agent",)
     evaluate_needs_live_environment: bool = False
+    evaluation_artifacts_path: str = "artifacts"
 
     def __init__(self, **options: Any) -> None:
         """``options`` come from ``--benchmark-arg key=value``. Reject unknown ones with

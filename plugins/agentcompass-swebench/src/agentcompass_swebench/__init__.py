@@ -1,0 +1,1 @@
+"""SWE-bench for agentcompass."""
