@@ -259,7 +259,9 @@ class SWEBench(BaseBenchmark):
         applied = await patches.apply_patch(env, patch, timeout=GIT_TIMEOUT)
         (directory / APPLY_OUTPUT).write_text(applied.output, encoding="utf-8")
         if not applied.applied:
-            first = next((line for line in applied.output.splitlines() if "error" in line.lower()), "")
+            lines = applied.output.splitlines()
+            first = next((line for line in lines if "patch failed" in line or "does not apply" in line),
+                         next((line for line in lines if line.startswith("error")), ""))
             return self._scored(result, Verdict(instance.instance_id), applied=False,
                                 reason=f"patch did not apply (no command of the official harness applied it)"
                                        f"{': ' + first.strip() if first else ''}")

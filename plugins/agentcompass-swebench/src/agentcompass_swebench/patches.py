@@ -44,7 +44,8 @@ async def collect_patch(env: EnvironmentSession, base_commit: str, timeout: floa
 
 @dataclass(frozen=True)
 class Applied:
-    """Whether the patch applied, by which command, and the last command's output."""
+    """Whether the patch applied, by which command, and every command's output (each under a ``$ command``
+    line)."""
 
     applied: bool
     command: str | None
@@ -59,7 +60,7 @@ async def apply_patch(env: EnvironmentSession, patch: bytes, timeout: float | No
         if attempt:
             await env.exec(RESET, cwd=TESTBED, timeout=timeout)
         done = await env.exec(shlex.split(f"{command} {CONTAINER_PATCH_FILE}"), cwd=TESTBED, timeout=timeout)
-        output = done.stdout + done.stderr
+        output += f"$ {command} {CONTAINER_PATCH_FILE}\n{done.stdout}{done.stderr}"
         if done.returncode == 0 and not done.timed_out:
             return Applied(True, command, output)
     reverse = await env.exec(["git", "apply", "--check", "--reverse", CONTAINER_PATCH_FILE], cwd=TESTBED,
