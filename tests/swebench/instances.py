@@ -110,9 +110,10 @@ def make_source(root: Path, source: Source, wrong: dict[str, str] | None = None)
         source.wrong_patch = _diff(repo, wrong)
     (context / "Dockerfile").write_text(source.dockerfile)
     digest = hashlib.sha256()
-    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+    for path in sorted(p for p in context.rglob("*") if p.is_file() and ".git" not in p.relative_to(context).parts):
         digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes())
-    # the git object store differs between clones in its packing, not its content: hash the commit instead
+    # .git differs between two makings of the same repository (the index holds file times), not in content: the
+    # commit's hash stands for it
     digest.update(source.base_commit.encode())
     source.image = f"{REPOSITORY}.{source.key}:{digest.hexdigest()[:16]}"
     source.context = context

@@ -203,11 +203,18 @@ async def test_eval_errors_infrastructure_retries_and_missing_images(swebench_su
     assert official_report(rows["acme__calc-broken"], log, "x")["resolved"] is False
 
 
-def test_react_runs_on_it(swebench_suite: Suite, tmp_path: Path) -> None:
+def test_any_harness_runs_on_it(swebench_suite: Suite, tmp_path: Path) -> None:
+    """``react`` with the mock model runs to the end; ``command`` runs a program in /testbed that fixes the bug."""
     dataset = swebench_suite.write(tmp_path / "one.jsonl", ["acme__calc-1"])
     done = cli("run", "swebench", "react", "mock", "-b", f"dataset={dataset}", "--env", "docker",
-               "--output", str(tmp_path / "run"), "--json")
+               "--output", str(tmp_path / "react"), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout)
-    assert summary["status_counts"] == {"COMPLETED": 1}
-    assert (tmp_path / "run" / "predictions.jsonl").is_file()
+    assert json.loads(done.stdout)["status_counts"] == {"COMPLETED": 1}
+    assert (tmp_path / "react" / "predictions.jsonl").is_file()
+    done = cli("run", "swebench", "command", "mock", "-b", f"dataset={dataset}", "--env", "docker",
+               "--harness-arg", "command=grep -q 'add() returns' {instruction_file} && "
+                                "sed -i 's/a - b/a + b/' calc/__init__.py",
+               "--output", str(tmp_path / "command"), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((tmp_path / "command" / "results.jsonl").read_text())
+    assert result["metrics"] == {"resolved": 1.0, "fail_to_pass": 1.0, "pass_to_pass": 1.0}, result

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -269,8 +270,10 @@ class SWEBench(BaseBenchmark):
         (directory / EVAL_SCRIPT).write_text(spec.eval_script, encoding="utf-8")
         await env.write_text(EVAL_SCRIPT_IN_ENV, spec.eval_script)
         seconds = self._eval_timeout(plan)
+        started = time.perf_counter()
         done = await env.exec(["/bin/bash", "-c", f"/bin/bash {EVAL_SCRIPT_IN_ENV} > {TEST_OUTPUT_IN_ENV} 2>&1"],
                               timeout=seconds)
+        result = replace(result, timings={**result.timings, "eval_script": round(time.perf_counter() - started, 6)})
         try:
             output = (await env.read_bytes(TEST_OUTPUT_IN_ENV)).decode("utf-8", errors="replace")
         except Exception as exc:
