@@ -123,7 +123,7 @@ class SWEBench(BaseBenchmark):
     # -- tasks ---------------------------------------------------------------------------------------------
 
     def load_tasks(self, req: RunRequest) -> Iterator[TaskSpec]:
-        if req.environment == "local":
+        if req.environment == "local" and req.harness:  # a run; ``tasks list`` names no harness
             raise UsageError("swebench runs each instance in its own image with the repository in /testbed: "
                              "use --env docker")
         for instance in self.instances.values():
@@ -163,7 +163,9 @@ class SWEBench(BaseBenchmark):
             if req.environment != "docker":
                 self._missing = {}
             else:
+                # the instances the run will open, as the runner selects them (--task-id, then --limit)
                 selected = [i for i in self.instances.values() if not req.task_ids or i.instance_id in req.task_ids]
+                selected = selected[: req.limit] if req.limit is not None else selected
                 refs = {i.instance_id: self.settings.naming.ref(i) for i in selected}
                 self._missing = self.settings.images.ensure(selected, refs)
         return self._missing
