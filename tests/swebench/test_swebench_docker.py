@@ -218,3 +218,18 @@ def test_any_harness_runs_on_it(swebench_suite: Suite, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((tmp_path / "command" / "results.jsonl").read_text())
     assert result["metrics"] == {"resolved": 1.0, "fail_to_pass": 1.0, "pass_to_pass": 1.0}, result
+
+
+def test_a_build_that_cannot_happen_says_why(swebench_rows: Suite, tmp_path: Path) -> None:
+    """``build=local`` with a task repository that has no Dockerfile for the instance: the image stays missing,
+    and the message names the repository and what to do (swebench's builder itself needs ``docker buildx``)."""
+    from agentcompass_swebench.dataset import check_instance
+    from agentcompass_swebench.images import ImagePolicy
+
+    row = {**swebench_rows.rows["acme__calc-1"], "image": "agentcompass-test/never-built:x"}
+    (tmp_path / "tasks" / "other").mkdir(parents=True)
+    (tmp_path / "tasks" / "other" / "task.yaml").write_text("instance_id: other\n")
+    policy = ImagePolicy(pull=False, build="local", task_repo=str(tmp_path))
+    problems = policy.ensure([check_instance(row, "row")], {"acme__calc-1": row["image"]})
+    assert f"{tmp_path} has no tasks/acme__calc-1/Dockerfile" in problems["acme__calc-1"]
+    assert "is not on this Docker engine" in problems["acme__calc-1"]

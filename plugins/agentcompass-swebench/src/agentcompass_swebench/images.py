@@ -14,7 +14,9 @@ repository (``-b build=local -b task_repo=DIR``). An image still missing is repo
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -123,8 +125,10 @@ def build_images(instances: list[Instance], refs: dict[str, str], task_repo: str
                                     namespace=namespace, context_dir=str(contexts[instance_id])), ref))
     if specs:
         client = docker.from_env(timeout=600)
-        build_instance_images(client=client, image_specs=[s for s, _ in specs], force_rebuild=False,
-                              max_workers=PULL_WORKERS)
+        # the builder logs to stdout: keep it off ours (the CLI's --json summary goes there)
+        with contextlib.redirect_stdout(sys.stderr):
+            build_instance_images(client=client, image_specs=[s for s, _ in specs], force_rebuild=False,
+                                  max_workers=PULL_WORKERS)
         for spec, ref in specs:
             # The builder names the image by the convention; a name from a template is tagged from it.
             if spec.name != ref:
