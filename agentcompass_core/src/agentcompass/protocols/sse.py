@@ -22,13 +22,10 @@ class SSEParser:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes) -> list[tuple[str, str]]:
-        self._buffer += chunk
+        lines = (self._buffer + chunk).split(b"\n")
+        self._buffer = lines.pop()  # an unfinished line waits for the next chunk
         out: list[tuple[str, str]] = []
-        while True:
-            cut = self._buffer.find(b"\n")
-            if cut < 0:
-                return out
-            raw, self._buffer = self._buffer[:cut], self._buffer[cut + 1:]
+        for raw in lines:
             line = raw.rstrip(b"\r").decode("utf-8", errors="replace")
             if not line:
                 if self._data or self._event:
@@ -43,6 +40,7 @@ class SSEParser:
                     self._event = value
                 elif name == "data":
                     self._data.append(value)
+        return out
 
     def close(self) -> list[tuple[str, str]]:
         """What a stream ending without a blank line left."""

@@ -28,11 +28,16 @@ RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
 
 async def _chunks(response: aiohttp.ClientResponse, pool: _Pool) -> AsyncIterator[bytes]:
+    finished = False
     try:
         async for data in response.content.iter_any():
             yield data
+        finished = True
     finally:
-        response.close()
+        if finished:
+            response.release()  # read to the end: the connection goes back to the pool
+        else:
+            response.close()  # abandoned (the agent went away): the provider sees its client go
         pool.slots.release()
 
 
