@@ -9,7 +9,7 @@ from agentcompass.cli.main import cli
 from agentcompass.exit_codes import ExitCode
 from click.testing import CliRunner
 
-from tests.conftest import run_cli_subprocess
+from tests.helpers.cli_processes import run_cli_subprocess
 
 
 def invoke(host, *args):
@@ -100,3 +100,45 @@ def test_main_job_of_the_readme_in_a_real_subprocess(tmp_path):
     summary = json.loads(proc.stdout)
     assert summary["n_tasks"] >= 10 and summary["status_counts"] == {"COMPLETED": summary["n_tasks"]}
     assert 0 < summary["metrics"]["overall"]["score"]["mean"] < 1  # the mock agent solves some, not all
+
+
+# -- bad options and setup failures, through a real subprocess ---------------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
+    (["--timeout", "-5"], "--timeout must be a positive number of seconds, got -5"),
+    (["--phase-timeout", "prepare=0"], "--phase-timeout prepare must be a positive number"),
+    (["--limit", "0"], "--limit must be at least 1"),
+    (["-m", "foo=1"], "model 'mock' has no option 'foo'"),
+    (["--env-arg", "bogus=1"], "bogus"),
+    (["--executor", "nowhere"], "unknown executor 'nowhere'"),
+    (["--executor-arg", "x=1"], "takes no options"),
+])
+def test_bad_options_are_usage_errors_with_exit_2_and_nothing_written(tmp_path, args, message):
+    proc = run_cli_subprocess("run", "scripted", "none", "mock", "-o", str(tmp_path / "r"), *args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_unwritable_output_is_a_setup_error_with_a_plain_message(tmp_path):
+    target = "/proc/agentcompass-run"  # not creatable, even for root
+    proc = run_cli_subprocess("run", "scripted", "none", "mock", "-o", target)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.startswith(f"Error: cannot create run directory {target}") and "unexpected" not in proc.stderr
+
+
+def test_no_docker_engine_is_a_setup_error_naming_how_to_start_one(tmp_path):
+    proc = run_cli_subprocess("run", "scripted", "none", "mock", "--env", "docker", "-o", str(tmp_path / "r"),
+                              env={"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"})
+    assert proc.returncode == 3, proc.stderr
+    assert "docker" in proc.stderr.lower() and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r" / "results.jsonl").exists()
+
+
+def test_messages_name_a_benchmark_by_its_registered_name_even_when_its_class_has_none(tmp_path):
+    # The spec's benchmark class defines no `name`; the runtime gives the instance the name it is registered under.
+    proc = run_cli_subprocess("run", "seed_interactive", "nop", "mock", "-o", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    assert "benchmark 'seed_interactive' drives its own loop" in proc.stderr, proc.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 from agentcompass.builtin.local.provider import LocalProvider
 from agentcompass.runtime import EnvironmentDemand, EnvironmentSpec
 
-from tests.support.squares_plugin import SquaresBenchmark
+from tests.helpers.squares_plugin import SquaresBenchmark
 
 SHARED = EnvironmentSpec(image="python:3.11-slim")
 

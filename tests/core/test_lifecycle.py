@@ -14,7 +14,7 @@ from agentcompass.runtime import RunRequest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.testing_plugin import CountingProvider
+from tests.helpers.testing_plugin import CountingProvider
 
 # Short enough to keep the test quick, long enough that a loaded machine does not time out healthy phases.
 FAST_TIMEOUTS = {"prepare": 1.0, "run": 1.0, "collect": 1.0, "evaluate": 1.0, "environment": 10.0}

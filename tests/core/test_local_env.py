@@ -14,7 +14,7 @@ from agentcompass.runtime import EnvironmentSpec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.local_procs import kill_sleeping, start_time, unique_sleep, wait_until_gone
+from tests.helpers.local_procs import kill_sleeping, start_time, unique_sleep, wait_until_gone
 
 
 @pytest.fixture

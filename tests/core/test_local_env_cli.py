@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from agentcompass.builtin.local import processes
 
-from tests.conftest import ROOT
-from tests.support.local_procs import (
+from tests.helpers.cli_processes import ROOT
+from tests.helpers.local_procs import (
     kill_sleeping,
     sleeping,
     start_time,
@@ -25,7 +25,7 @@ from tests.support.local_procs import (
     wait_until_gone,
 )
 
-CLI = [sys.executable, "-m", "tests.support.shell_cli"]
+CLI = [sys.executable, "-m", "tests.helpers.shell_cli"]
 NO_TRACEBACK = ("Traceback", "exception was never retrieved", "Event loop is closed", "Task was destroyed")
 
 

@@ -14,7 +14,7 @@ from agentcompass.errors import UsageError
 from agentcompass.plugins import load_plugins
 from click.testing import CliRunner
 
-from tests.conftest import run_cli_subprocess
+from tests.helpers.cli_processes import run_cli_subprocess
 
 
 def fake_entry_point(name: str, module: types.ModuleType) -> importlib.metadata.EntryPoint:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import agentcompass.runtime as runtime
 
-from tests.conftest import ROOT
+from tests.helpers.cli_processes import ROOT
 
 #: Modules a plugin may import from agentcompass, and for the top-level package the names it may take.
 PUBLIC_MODULES = {"agentcompass.errors", "agentcompass.hookspecs", "agentcompass.testing"}

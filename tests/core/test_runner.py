@@ -13,8 +13,8 @@ from agentcompass.runner import Runner
 from agentcompass.runtime import RunRequest
 from agentcompass.runtime.records import TaskEvent
 
-from tests.conftest import run_cli_subprocess, start_cli
-from tests.support.testing_plugin import CountingProvider
+from tests.helpers.cli_processes import run_cli_subprocess, start_cli
+from tests.helpers.testing_plugin import CountingProvider
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -60,7 +60,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # -- the README's squares benchmark, and broken variants ---------------------------------------------------
 
-from tests.support.squares_plugin import SquaresBenchmark  # noqa: E402  (the README's plugin)
+from tests.helpers.squares_plugin import SquaresBenchmark  # noqa: E402  (the README's plugin)
 
 SQUARE_SCORES = {"sq0": 1.0, "sq1": 0.0, "sq2": 1.0, "sq3": 0.0}
 
@@ -606,7 +606,7 @@ def test_a_plugin_authors_suite_uses_the_fixtures(pytester: pytest.Pytester):
     """A third-party plugin's tests with nothing but the installed kit: the README's "Testing a plugin" file,
     verbatim, against the README's squares plugin (registered by overriding ``agentcompass_host``, as if its
     entry point were installed)."""
-    plugin = (ROOT / "tests" / "support" / "squares_plugin.py").read_text()  # the README's plugin module
+    plugin = (ROOT / "tests" / "helpers" / "squares_plugin.py").read_text()  # the README's plugin module
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Testing a plugin"):]
     test_file = section[section.index("```python\n") + len("```python\n"):section.index("```\n\n")]

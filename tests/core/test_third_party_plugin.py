@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.cli_processes import ROOT
 
 #: The README's plugin module, installed as the package ``agentcompass_squares``.
-PLUGIN_MODULE = (ROOT / "tests" / "support" / "squares_plugin.py").read_text()
+PLUGIN_MODULE = (ROOT / "tests" / "helpers" / "squares_plugin.py").read_text()
 
 
 def test_the_tested_plugin_is_the_readmes_word_for_word():

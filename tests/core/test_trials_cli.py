@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli_subprocess, start_cli
+from tests.helpers.cli_processes import run_cli_subprocess, start_cli
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -1,7 +1,7 @@
 """Fixtures for the docker environment tests: real containers on this machine's engine, no mocks.
 
 Every test here is marked ``docker``; those that need the engine skip (with the reason) when it does not
-answer: the decision is :func:`tests.docker.engine_check.engine_problem`, shared with the other suites. Each
+answer: the decision is :func:`tests.helpers.docker_engine.engine_problem`, shared with the other suites. Each
 ``provider`` gets a run id of its own and is torn down after the test, and the test then checks that no
 container of its run is left.
 """
@@ -14,9 +14,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from agentcompass.runtime import EnvironmentDemand, EnvironmentSpec
 
-from tests.docker.engine_check import IMAGE, engine_problem, require_engine
-
-__all__ = ["IMAGE", "engine_problem", "run_containers"]
+from tests.helpers.docker_engine import IMAGE, require_engine, run_containers
 
 
 @pytest.fixture
@@ -28,12 +26,6 @@ def docker_available() -> None:
 @pytest.fixture
 def engine(docker_available: None) -> None:
     """The name the docker tests use for :func:`docker_available`."""
-
-
-def run_containers(run_id: str) -> list[str]:
-    from python_on_whales import docker
-
-    return [c.id for c in docker.container.list(all=True, filters=[("label", f"agentcompass.run_id={run_id}")])]
 
 
 @pytest.fixture

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli_subprocess
-from tests.docker.conftest import run_containers
-from tests.docker.engine_check import host_processes_mentioning, wait_until
+from tests.helpers.cli_processes import ROOT, run_cli_subprocess
+from tests.helpers.docker_engine import host_processes_mentioning, run_containers, wait_until
 
 pytestmark = pytest.mark.docker
 

@@ -17,8 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from python_on_whales import docker
 
-from tests.docker.conftest import IMAGE, run_containers
-from tests.docker.engine_check import PS, container_ps, wait_until, wait_until_async
+from tests.helpers.docker_engine import IMAGE, PS, container_ps, run_containers, wait_until, wait_until_async
 
 pytestmark = pytest.mark.docker
 

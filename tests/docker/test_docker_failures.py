@@ -13,8 +13,7 @@ from agentcompass.errors import InfrastructureError
 from agentcompass.runtime import EnvironmentSpec
 from python_on_whales import docker
 
-from tests.docker.conftest import IMAGE, run_containers
-from tests.docker.engine_check import container_ps, wait_until
+from tests.helpers.docker_engine import IMAGE, container_ps, run_containers, wait_until
 
 pytestmark = pytest.mark.docker
 

@@ -19,8 +19,7 @@ from agentcompass.runtime import EnvironmentSpec
 from agentcompass.testing import check_exec_timeout_kills_tree
 from python_on_whales import docker
 
-from tests.docker.conftest import IMAGE, run_containers
-from tests.docker.engine_check import container_ps, wait_until
+from tests.helpers.docker_engine import IMAGE, container_ps, run_containers, wait_until
 
 pytestmark = pytest.mark.docker
 

@@ -18,7 +18,7 @@ from agentcompass_example_coding import tasks as task_data
 from agentcompass_example_coding.benchmark import ExampleCodingBenchmark
 from ec_support import REQUEST, TASK_IDS, agentcompass, does_nothing, results, task, writes
 
-from tests.docker.engine_check import require_engine
+from tests.helpers.docker_engine import require_engine
 
 pytestmark = pytest.mark.docker
 

@@ -13,9 +13,9 @@ import pytest
 from agentcompass.runtime import RunResult, TaskStatus
 from agentcompass.testing import run_benchmark
 
-from tests.docker.engine_check import require_engine
 from tests.harbor.taskdirs import EXPECTED, separate_task, suite
 from tests.harnesses.support import assistant_turns, call, run_with
+from tests.helpers.docker_engine import require_engine
 
 pytestmark = pytest.mark.docker
 

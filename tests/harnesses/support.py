@@ -88,3 +88,26 @@ def tool_messages(request: Request) -> list[str]:
 
 __all__ = ["CODING_TASKS", "MODEL", "Tiny", "assistant_turns", "call", "instruction", "json", "last_tool_output", "run_with", "solver",
            "text", "tool_messages"]
+
+
+#: An agent that asks the model for the solution through the gateway and writes it: OpenAI's protocol over
+#: plain HTTP, with what the harness puts into its environment.
+AGENT = r'''
+import json, os, sys, urllib.request
+task = open(sys.argv[1]).read()
+body = {"model": os.environ["AGENTCOMPASS_MODEL"], "messages": [{"role": "user", "content": task}]}
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions",
+                                 data=json.dumps(body).encode(),
+                                 headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                                          "Content-Type": "application/json"})
+reply = json.load(urllib.request.urlopen(request, timeout=60))
+open("solution.py", "w").write(reply["choices"][0]["message"]["content"])
+open(os.environ["AGENTCOMPASS_ANSWER_FILE"], "w").write("wrote solution.py\n")
+print("agent done for", os.environ["AGENTCOMPASS_TASK_ID"])
+print("warning: nothing wrong", file=sys.stderr)
+'''
+
+
+def answers_with_the_reference(request: dict[str, Any]) -> dict[str, Any]:
+    task_id = instruction(request).splitlines()[0].lstrip("# ").strip()
+    return text(coding_tasks.by_id(task_id).reference_solution)

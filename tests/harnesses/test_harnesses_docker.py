@@ -8,9 +8,16 @@ from typing import Any
 
 import pytest
 
-from tests.docker.engine_check import require_engine
-from tests.harnesses.support import assistant_turns, call, last_tool_output, run_with, solver
-from tests.harnesses.test_command import AGENT, answers_with_the_reference
+from tests.harnesses.support import (
+    AGENT,
+    answers_with_the_reference,
+    assistant_turns,
+    call,
+    last_tool_output,
+    run_with,
+    solver,
+)
+from tests.helpers.docker_engine import require_engine
 
 pytestmark = pytest.mark.docker
 

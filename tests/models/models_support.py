@@ -9,11 +9,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
 from agentcompass import hookimpl
 from agentcompass.plugins import PluginHost, load_plugins
 from agentcompass.runner import Runner, RunOutcome
@@ -29,31 +28,10 @@ from agentcompass.runtime import (
 )
 from agentcompass.runtime.metrics import make_metric_contract
 from agentcompass.runtime.model_providers import ProviderSettings
-from agentcompass_models import http as models_http
 from agentcompass_models.fake_server import FakeModelServer
 
 API_KEY = "sk-test-abcdef123456"
 MODEL = "tiny"
-
-
-@pytest.fixture(autouse=True)
-def _no_host_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Tests never see the developer's real keys or credentials file, and back off quickly."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                 "AGENTCOMPASS_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("AGENTCOMPASS_CREDENTIALS", raising=False)
-    monkeypatch.setattr("agentcompass.runtime.model_providers.DEFAULT_CREDENTIALS", tmp_path / "no-credentials.toml")
-    monkeypatch.setattr(models_http, "BACKOFF_BASE", 0.01)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer(api_keys={API_KEY}, models={MODEL}).start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
 
 
 def settings(server: FakeModelServer, *, anthropic: bool = False, **kw: Any) -> ProviderSettings:
@@ -173,3 +151,26 @@ def cli(args: Sequence[str], env: Mapping[str, str], timeout: float = 240) -> su
             if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
     return subprocess.run([sys.executable, "-m", "agentcompass.cli.main", *args], env={**base, **env},
                           capture_output=True, text=True, timeout=timeout)
+
+
+#: What the core's mock policy scores per task; the loopback server answers with the same policy.
+EXPECTED_SCORES = {
+    "create_basic": 1.0, "create_with_description": 1.0, "update_complete": 1.0, "update_two_tasks": 0.0,
+    "policy_unknown_user": 1.0, "policy_reopen_completed": 0.0, "policy_other_users_task": 0.0,
+    "policy_delete_request": 1.0, "multi_lookup_then_update": 0.0, "multi_create_and_update": 1.0,
+    "multi_create_then_complete": 0.0,
+}
+
+
+def probe(server: FakeModelServer, **kw: object) -> RunRequest:
+    values: dict[str, object] = {
+        "benchmark": "model_probe", "harness": "none", "model": f"openai-compatible/{MODEL}",
+        "model_base_url": server.base_url, "model_api_key_env": "TEST_MODEL_KEY", "concurrency": 2,
+        "benchmark_args": {"n_tasks": "4", "calls": "2"},
+    }
+    values.update(kw)
+    return RunRequest(**values)  # type: ignore[arg-type]
+
+
+def all_text(run_dir: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())

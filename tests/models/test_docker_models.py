@@ -9,9 +9,18 @@ from pathlib import Path
 import pytest
 from agentcompass_models.fake_server import FakeModelServer
 
-from tests.docker.engine_check import require_engine
-from tests.models.models_support import API_KEY, MODEL, ProbeBenchmark, cli, read_jsonl, run
-from tests.models.test_runs import EXPECTED_SCORES, all_text, probe
+from tests.helpers.docker_engine import require_engine
+from tests.models.models_support import (
+    API_KEY,
+    EXPECTED_SCORES,
+    MODEL,
+    ProbeBenchmark,
+    all_text,
+    cli,
+    probe,
+    read_jsonl,
+    run,
+)
 
 pytestmark = pytest.mark.docker
 

@@ -16,30 +16,7 @@ from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.openai import make_openai_compatible
 
-from tests.models.models_support import API_KEY, MODEL, cli, read_jsonl, run
-
-#: What the core's mock policy scores per task; the loopback server answers with the same policy.
-EXPECTED_SCORES = {
-    "create_basic": 1.0, "create_with_description": 1.0, "update_complete": 1.0, "update_two_tasks": 0.0,
-    "policy_unknown_user": 1.0, "policy_reopen_completed": 0.0, "policy_other_users_task": 0.0,
-    "policy_delete_request": 1.0, "multi_lookup_then_update": 0.0, "multi_create_and_update": 1.0,
-    "multi_create_then_complete": 0.0,
-}
-
-
-def probe(server: FakeModelServer, **kw: object) -> RunRequest:
-    values: dict[str, object] = {
-        "benchmark": "model_probe", "harness": "none", "model": f"openai-compatible/{MODEL}",
-        "model_base_url": server.base_url, "model_api_key_env": "TEST_MODEL_KEY", "concurrency": 2,
-        "benchmark_args": {"n_tasks": "4", "calls": "2"},
-    }
-    values.update(kw)
-    return RunRequest(**values)  # type: ignore[arg-type]
-
-
-def all_text(run_dir: Path) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())
-
+from tests.models.models_support import API_KEY, EXPECTED_SCORES, MODEL, all_text, cli, probe, read_jsonl, run
 
 # -- end to end through the CLI ------------------------------------------------------------------------
 

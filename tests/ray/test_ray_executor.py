@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from agentcompass.testing.scripted_models import LoopbackOpenAI, mock_responder
 
-from tests.docker.engine_check import require_engine
-from tests.ray.cluster import LocalCluster
-from tests.ray.conftest import (
+from tests.helpers.docker_engine import require_engine
+from tests.helpers.ray_cluster import LocalCluster
+from tests.helpers.ray_runs import (
     HEAD_IP,
     WORKER_IP,
     comparable,
@@ -249,7 +249,7 @@ def test_ctrl_c_cancels_remote_attempts_closes_their_containers_and_resume_finis
 
 def test_a_worker_without_a_plugin_the_run_needs_is_a_clear_error_before_any_attempt(
         cluster: LocalCluster, tmp_path: Path) -> None:
-    # The testing plugin exists only in the head's process (tests.support.cli adds it): no node has it.
+    # The testing plugin exists only in the head's process (tests.helpers.cli adds it): no node has it.
     out = tmp_path / "ray"
     proc = run_cli(cluster, "run", "plain", "nop", "mock", *on_cluster(cluster), "-o", str(out), testing=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -304,7 +304,7 @@ def test_without_an_address_a_local_instance_runs_and_goes(tmp_path: Path) -> No
     files = [p for p in temp.rglob("*") if p.is_file()]
     assert files and not [p for p in files if key.encode() in p.read_bytes()]
     # The instance stopped with the run: no process names its temp directory any more.
-    from tests.ray.cluster import cmdline
+    from tests.helpers.ray_cluster import cmdline
 
     assert not [e.name for e in Path("/proc").iterdir() if e.name.isdigit() and str(temp) in cmdline(int(e.name))]
     shutil.rmtree(temp, ignore_errors=True)

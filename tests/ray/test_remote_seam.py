@@ -21,7 +21,7 @@ from agentcompass.testing.scripted_models import LoopbackOpenAI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.ray.conftest import comparable, records
+from tests.helpers.ray_runs import comparable, records
 
 
 class PickledRemote(Executor):

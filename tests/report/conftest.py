@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli_subprocess
+from tests.helpers.report_runs import make_run, plant_hostile
 from tests.report.browser import chromium, missing
 
 REQUIRE_BROWSER = "AGENTCOMPASS_REQUIRE_BROWSER"
 ARTIFACTS = "AGENTCOMPASS_TEST_ARTIFACTS"
-#: A model reply that would run script if the page put text in as HTML.
-XSS = ('</script><script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
-       '<svg onload="window.__xss = 3"></svg>\u2028<!-- & -->')
-PLANTED_KEY = "sk-planted-7f3a9c2e41b8d6059e1f"
-
-
-def make_run(directory: Path, *args: str) -> Path:
-    """``agentcompass run example_interactive none mock ARGS -o DIRECTORY`` through the real CLI."""
-    done = run_cli_subprocess("run", "example_interactive", "none", "mock", "-o", str(directory), *args,
-                              testing=False)
-    assert (directory / "summary.json").exists(), done.stderr
-    return directory
 
 
 @pytest.fixture(scope="session")
@@ -42,27 +28,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
     out["hostile"] = plant_hostile(out["main"], base / "hostile")
     return out
-
-
-def plant_hostile(source: Path, target: Path) -> Path:
-    """A copy of ``source`` whose first task's reply and final answer hold :data:`XSS`, and whose trajectory
-    holds :data:`PLANTED_KEY` (as a credential in the environment would be) in a user message."""
-    shutil.copytree(source, target)
-    lines = (target / "results.jsonl").read_text().splitlines()
-    first = json.loads(lines[0])
-    first["final_answer"] = XSS
-    lines[0] = json.dumps(first)
-    (target / "results.jsonl").write_text("\n".join(lines) + "\n")
-    (target / "scores.json").unlink()
-    out = []
-    for line in (target / "trajectories.jsonl").read_text().splitlines():
-        call = json.loads(line)
-        if call["task_id"] == first["task_id"]:
-            call["response"] = {"role": "assistant", "content": XSS}
-            call["messages"][-1] = {"role": "user", "content": f"my key is {PLANTED_KEY}, the task is task_4"}
-        out.append(json.dumps(call))
-    (target / "trajectories.jsonl").write_text("\n".join(out) + "\n")
-    return target
 
 
 @pytest.fixture(scope="session")

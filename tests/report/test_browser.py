@@ -16,8 +16,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from tests.conftest import ROOT, run_cli_subprocess, start_cli
-from tests.report.conftest import PLANTED_KEY
+from tests.helpers.cli_processes import ROOT, run_cli_subprocess, start_cli
+from tests.helpers.report_runs import PLANTED_KEY
 
 pytestmark = pytest.mark.browser
 

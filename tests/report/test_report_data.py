@@ -22,8 +22,8 @@ from agentcompass_report.server import is_loopback
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import run_cli_subprocess, start_cli
-from tests.report.conftest import PLANTED_KEY
+from tests.helpers.cli_processes import run_cli_subprocess, start_cli
+from tests.helpers.report_runs import PLANTED_KEY
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

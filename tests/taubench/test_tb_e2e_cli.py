@@ -14,7 +14,7 @@ import pytest
 import tb_support as s
 from agentcompass.testing import LoopbackOpenAI
 
-from tests.docker.engine_check import require_engine
+from tests.helpers.docker_engine import require_engine
 
 SCRIPTED = ("mock/create_task_1", "mock/update_task_1", "mock/impossible_task_1", "airline/14", "retail/2",
             "retail/5")

@@ -18,7 +18,7 @@ from taubench_runner import tasks as task_fields
 from taubench_runner.prompts import STOP
 from test_tb_e2e_cli import cli, records
 
-from tests.docker.engine_check import require_engine
+from tests.helpers.docker_engine import require_engine
 
 AIRPLANE = "[service_issue]airplane_mode_on[PERSONA:None]"
 ROAMING = "[mobile_data_issue]user_abroad_roaming_disabled_off[PERSONA:Hard]"

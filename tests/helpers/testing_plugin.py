@@ -202,7 +202,7 @@ class CountingProvider(LocalProvider):
 
 
 def _seed_benchmark(**options: Any) -> Any:
-    from tests.support.seed_benchmark import ExampleInteractiveBenchmark
+    from tests.helpers.seed_benchmark import ExampleInteractiveBenchmark
 
     return ExampleInteractiveBenchmark(**options)
 

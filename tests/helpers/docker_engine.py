@@ -113,3 +113,10 @@ async def wait_until_async(
         if time.monotonic() >= deadline:
             pytest.fail(f"timed out after {timeout} s waiting until {what}")
         await asyncio.sleep(interval)
+
+
+def run_containers(run_id: str) -> list[str]:
+    """The ids of the containers labelled with ``run_id`` (running or not)."""
+    from python_on_whales import docker
+
+    return [c.id for c in docker.container.list(all=True, filters=[("label", f"agentcompass.run_id={run_id}")])]

@@ -1,12 +1,12 @@
 """Run the real ``agentcompass`` CLI in this process with the testing plugin added (for subprocess tests).
 
-    python -m tests.support.cli run scripted none mock ...
+    python -m tests.helpers.cli run scripted none mock ...
 """
 
 from agentcompass.cli.main import cli
 from agentcompass.plugins import load_plugins
 
-from tests.support import testing_plugin
+from tests.helpers import testing_plugin
 
 if __name__ == "__main__":
     host = load_plugins()

@@ -9,7 +9,7 @@
 * ``exec_timeout`` — seconds passed to ``exec`` (default: none);
 * ``artifact`` — a path downloaded into the task's artifacts after the run (default: none).
 
-Run it through the real CLI with ``python -m tests.support.shell_cli run shell none mock ...``.
+Run it through the real CLI with ``python -m tests.helpers.shell_cli run shell none mock ...``.
 """
 
 from __future__ import annotations

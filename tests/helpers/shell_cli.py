@@ -1,12 +1,12 @@
 """The real ``agentcompass`` CLI with the testing plugin and the ``shell`` benchmark added.
 
-    python -m tests.support.shell_cli run shell none mock -b command='sleep 1' ...
+    python -m tests.helpers.shell_cli run shell none mock -b command='sleep 1' ...
 """
 
 from agentcompass.cli.main import cli
 from agentcompass.plugins import load_plugins
 
-from tests.support import shell_benchmark, testing_plugin
+from tests.helpers import shell_benchmark, testing_plugin
 
 if __name__ == "__main__":
     host = load_plugins()
