@@ -10,7 +10,7 @@ import agentcompass.runtime as runtime
 from tests.helpers.cli_processes import ROOT
 
 #: Modules a plugin may import from agentcompass, and for the top-level package the names it may take.
-PUBLIC_MODULES = {"agentcompass.errors", "agentcompass.hookspecs", "agentcompass.testing"}
+PUBLIC_MODULES = {"agentcompass.errors", "agentcompass.hookspecs", "agentcompass.testing", "agentcompass.run_directory"}
 PUBLIC_TOP_LEVEL = {"hookimpl", "__version__"}
 
 

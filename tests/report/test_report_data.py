@@ -11,12 +11,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from agentcompass.run_directory import RunReader
 from agentcompass.runtime.model_providers import Redactor
 from agentcompass_report.compare import compare
 from agentcompass_report.conversation import Caps, conversation
 from agentcompass_report.page import json_for_html, render
 from agentcompass_report.payload import contract_of, live_summary
-from agentcompass_report.rundir import RunFiles
 from agentcompass_report.secrets import known_secrets
 from agentcompass_report.server import is_loopback
 from hypothesis import given, settings
@@ -96,7 +96,7 @@ def test_reading_skips_damage_naming_the_line_waits_for_a_torn_line_and_follows_
     shutil.copytree(runs["main"], run)
     lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
     (run / "results.jsonl").write_text(lines[0] + "{not json\n" + '{"task_id": 5}\n' + lines[1][:20])
-    files = RunFiles.open(run)
+    files = RunReader.open(run)
     assert list(files.results) == [(json.loads(lines[0])["task_id"], 1)]
     assert files.warnings == [f"{run / 'results.jsonl'}:2: not a JSON line (JSONDecodeError: Expecting property "
                               f"name enclosed in double quotes: line 1 column 2 (char 1)); skipped",
@@ -133,7 +133,7 @@ def close(a, b) -> bool:
 
 def test_the_live_summary_of_a_finished_run_equals_its_summary_json(runs):
     for name in ("main", "errored", "trials"):
-        files = RunFiles.open(runs[name])
+        files = RunReader.open(runs[name])
         written = json.loads((runs[name] / "summary.json").read_text())
         live = json.loads(json.dumps(live_summary(files, contract_of(files.info))))
         assert close(live["metrics"], written["metrics"])  # summed in another order: equal to rounding
@@ -141,7 +141,7 @@ def test_the_live_summary_of_a_finished_run_equals_its_summary_json(runs):
 
 
 def test_the_comparison_is_results_compare_as_json(runs):
-    ours = compare(RunFiles.open(runs["main"]), RunFiles.open(runs["trials"]))
+    ours = compare(RunReader.open(runs["main"]), RunReader.open(runs["trials"]))
     done = run_cli_subprocess("results", "compare", str(runs["main"]), str(runs["trials"]), "--json", testing=False)
     assert done.returncode == 0, done.stderr
     theirs = json.loads(done.stdout)[0]
@@ -157,7 +157,7 @@ def test_runs_of_different_benchmarks_are_shown_but_not_compared(runs, tmp_path)
     info = json.loads((other / "run.json").read_text())
     info["request"]["benchmark"] = "something_else"
     (other / "run.json").write_text(json.dumps(info))
-    result = compare(RunFiles.open(runs["main"]), RunFiles.open(other))
+    result = compare(RunReader.open(runs["main"]), RunReader.open(other))
     assert result["metrics"] == [] and "not compared" in result["problem"]
 
 

@@ -1,4 +1,4 @@
-"""The run directory: the on-disk record of a run (names are a contract, DESIGN §6).
+"""The run directory: the on-disk record of a run (its file names are a contract: DESIGN, "Results").
 
 * ``run.json`` — the request, the resolved plan and plugin versions; never a secret.
 * ``results.jsonl`` — one line per task: its final ``RunResult``.
@@ -16,7 +16,8 @@ Files are fsync'ed at most once a second and when the run ends.
 
 Every record read back is validated through the converter: a line that is not a valid record is skipped
 with a warning naming the file and line (see :attr:`RunDirectory.warnings`), never counted, so its task runs
-again on resume.
+again on resume. This is the runner's reader and writer; plugins read run directories with the public, incremental
+:class:`agentcompass.results.reader.RunReader` (``agentcompass.run_directory``).
 """
 
 from __future__ import annotations
@@ -31,20 +32,28 @@ from typing import IO, Any
 import attrs
 from agentcompass.errors import ResultsError, SetupError, describe
 from agentcompass.redaction import Redactor
+from agentcompass.results.lines import (
+    ARTIFACTS,
+    ATTEMPTS,
+    LOGS,
+    RESULTS,
+    RUN_JSON,
+    SUMMARY,
+    TRAJECTORIES,
+    read_jsonl,
+    result_problem,
+    warn,
+)
 from agentcompass.results.scores import Score, read_scores, write_scores
 from agentcompass.runtime.names import safe_name
 from agentcompass.runtime.records import RunInfo, RunSummary
-from agentcompass.runtime.types import RunResult, TaskStatus
+from agentcompass.runtime.types import RunResult
 from agentcompass.serialization import RecordError, dumps_record, read_record, result_from_json, result_to_json
 
-RUN_JSON = "run.json"
-RESULTS = "results.jsonl"
-ATTEMPTS = "attempts.jsonl"
-TRAJECTORIES = "trajectories.jsonl"
-SUMMARY = "summary.json"
-LOGS = "logs.jsonl"
-ARTIFACTS = "artifacts"
 FSYNC_INTERVAL = 1.0
+
+__all__ = ["ARTIFACTS", "ATTEMPTS", "LOGS", "RESULTS", "RUN_JSON", "SUMMARY", "TRAJECTORIES", "RunDirectory",
+           "read_jsonl", "safe_name", "write_json_atomic"]
 
 
 def write_json_atomic(path: Path, text: str) -> None:
@@ -55,29 +64,6 @@ def write_json_atomic(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def read_jsonl(path: Path, warnings: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of each complete line of ``path`` that holds a JSON object.
-
-    A torn last line (no newline) is passed over silently: a killed writer leaves one. Any other line that is
-    not UTF-8 JSON holding an object is skipped, with a warning appended to ``warnings``.
-    """
-    if not path.exists():
-        return
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            if not raw.endswith(b"\n"):
-                return
-            try:
-                data = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                _warn(warnings, path, number, f"not a JSON line ({describe(exc)})")
-                continue
-            if not isinstance(data, dict):
-                _warn(warnings, path, number, f"holds {type(data).__name__}, not a JSON object")
-                continue
-            yield number, data
 
 
 def _read_objects(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -98,11 +84,6 @@ def _read_objects(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict[s
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _warn(warnings: list[str] | None, path: Path, number: int, what: str) -> None:
-    if warnings is not None:
-        warnings.append(f"{path}:{number}: {what}; skipped")
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -204,7 +185,7 @@ class RunDirectory:
             try:
                 result = result_from_json(data)
             except RecordError as exc:
-                _warn(self.warnings, path, number, f"not a valid result ({exc})")
+                warn(self.warnings, path, number, f"not a valid result ({exc})")
                 continue
             out[(result.task_id, result.trial)] = (result, data)
         return out
@@ -230,21 +211,13 @@ class RunDirectory:
             return indexed
         out: dict[tuple[str, int], Score] = {}
         path = self.path / RESULTS
-        statuses = {s.value for s in TaskStatus}
         for number, data in _read_objects(path, self.warnings):
-            tid, trial, status = data.get("task_id"), data.get("trial", 1), data.get("status")
-            category, metrics = data.get("category"), data.get("metrics", {})
-            valid = (isinstance(tid, str) and type(trial) is int and trial >= 1 and status in statuses
-                     and (category is None or type(category) is str) and type(metrics) is dict)
-            if valid:
-                for v in metrics.values():
-                    if type(v) is not float and type(v) is not int:
-                        valid = False
-                        break
-            if not valid:
-                _warn(self.warnings, path, number, "not a valid result")
+            problem = result_problem(data)
+            if problem:
+                warn(self.warnings, path, number, f"not a valid result ({problem})")
                 continue
-            out[(str(tid), int(trial))] = Score(category, status == "COMPLETED", metrics)
+            out[(data["task_id"], data.get("trial", 1))] = Score(
+                data.get("category"), data["status"] == "COMPLETED", data.get("metrics", {}))
         return out
 
     def attempt_counts(self) -> dict[tuple[str, int], int]:

@@ -1,5 +1,5 @@
 """The comparison the page shows for several runs: each later run against the first, exactly as
-``results compare`` computes it (:mod:`agentcompass.runtime.comparison`), as JSON for the page."""
+``results compare`` computes it (:mod:`agentcompass.run_directory`), as JSON for the page."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import AgentCompassError
-from agentcompass.runtime.comparison import compare as compare_runs
-from agentcompass.runtime.comparison import load_run
-
-from agentcompass_report.rundir import RunFiles
+from agentcompass.run_directory import RunReader, load_run
+from agentcompass.run_directory import compare as compare_runs
 
 
-def compare(a: RunFiles, b: RunFiles) -> dict[str, Any]:
+def compare(a: RunReader, b: RunReader) -> dict[str, Any]:
     """``b`` against the baseline ``a``: per scalar overall and per category; ``problem`` (and no metrics) when
     they cannot be compared (another benchmark, no shared finished task)."""
     out: dict[str, Any] = {"a": a.run_id, "b": b.run_id, "metrics": [], "n_shared_tasks": 0, "problem": None}
@@ -28,6 +26,6 @@ def compare(a: RunFiles, b: RunFiles) -> dict[str, Any]:
     return out
 
 
-def comparisons(runs: Sequence[RunFiles]) -> list[Mapping[str, Any]]:
+def comparisons(runs: Sequence[RunReader]) -> list[Mapping[str, Any]]:
     """Every run after the first against the first."""
     return [compare(runs[0], other) for other in runs[1:]]

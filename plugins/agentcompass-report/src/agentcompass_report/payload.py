@@ -15,11 +15,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from agentcompass.run_directory import Key, RunReader
 from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 from agentcompass_report.conversation import REPORT_CAPS, Caps, capped, conversation
-from agentcompass_report.rundir import Key, RunFiles
 
 #: The fields of a task row, in order.
 ROW_COLUMNS = ("task_id", "trial", "category", "status", "score", "error", "phase", "attempt", "seconds", "calls",
@@ -37,7 +37,7 @@ def contract_of(info: Mapping[str, Any]) -> MetricContract:
     return contract_from_json(info["plan"]["metric_contract"])
 
 
-def header(files: RunFiles) -> dict[str, Any]:
+def header(files: RunReader) -> dict[str, Any]:
     """Who ran what, where, when: the request and plan of ``run.json``."""
     info = files.info
     req, plan = info["request"], info["plan"]
@@ -60,7 +60,7 @@ def _as_result(data: Mapping[str, Any]) -> RunResult:
                      metrics=dict(data.get("metrics") or {}), trial=data.get("trial", 1))
 
 
-def unfinished_work(files: RunFiles) -> list[tuple[str, int, str | None]]:
+def unfinished_work(files: RunReader) -> list[tuple[str, int, str | None]]:
     """Planned (task, trial) results without a final record (from ``run.json``'s ``planned``; none for runs
     written before it was recorded), with their categories."""
     planned = files.info.get("planned") or {}
@@ -69,7 +69,7 @@ def unfinished_work(files: RunFiles) -> list[tuple[str, int, str | None]]:
             if (tid, trial) not in files.results]
 
 
-def live_summary(files: RunFiles, contract: MetricContract) -> dict[str, Any]:
+def live_summary(files: RunReader, contract: MetricContract) -> dict[str, Any]:
     """A ``summary.json``-shaped summary of the final results read so far, against the planned total."""
     results = [_as_result(d) for d in files.results.values()]
     unfinished = unfinished_work(files)
@@ -95,7 +95,7 @@ def live_summary(files: RunFiles, contract: MetricContract) -> dict[str, Any]:
     }
 
 
-def summary_of(files: RunFiles) -> tuple[dict[str, Any], bool]:
+def summary_of(files: RunReader) -> tuple[dict[str, Any], bool]:
     """The run's summary and whether it is live (computed here, the run not finished)."""
     written = files.summary()
     if written is not None:
@@ -139,13 +139,13 @@ def row(data: Mapping[str, Any], primary: str) -> list[Any]:
             total_cost(models) if models else None, _short(data.get("final_answer"))]
 
 
-def rows(files: RunFiles) -> list[list[Any]]:
+def rows(files: RunReader) -> list[list[Any]]:
     """A row per final result (in the order read, so a live view can fetch them incrementally)."""
     primary = contract_of(files.info).primary
     return [row(d, primary) for d in files.results.values()]
 
 
-def unfinished_rows(files: RunFiles) -> list[list[Any]]:
+def unfinished_rows(files: RunReader) -> list[list[Any]]:
     """A row per planned (task, trial) without a final result (status ``UNFINISHED``), shown after the others."""
     primary = contract_of(files.info).primary
     return [row({"task_id": tid, "trial": trial, "category": category, "status": UNFINISHED}, primary)
@@ -166,7 +166,7 @@ def _attempt_view(data: Mapping[str, Any], caps: Caps) -> dict[str, Any]:
     return out
 
 
-def detail(files: RunFiles, key: Key, caps: Caps = REPORT_CAPS) -> dict[str, Any] | None:
+def detail(files: RunReader, key: Key, caps: Caps = REPORT_CAPS) -> dict[str, Any] | None:
     """What a task's own view shows: its final result, earlier attempts and conversation (every attempt)."""
     data = files.results.get(key)
     if data is None:
@@ -178,7 +178,7 @@ def detail(files: RunFiles, key: Key, caps: Caps = REPORT_CAPS) -> dict[str, Any
     }
 
 
-def run_payload(files: RunFiles) -> dict[str, Any]:
+def run_payload(files: RunReader) -> dict[str, Any]:
     """The header, summary and rows of one run (no details)."""
     summary, live = summary_of(files)
     return {"header": header(files), "summary": summary, "live": live, "columns": list(ROW_COLUMNS),

@@ -8,16 +8,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentcompass.run_directory import RunReader
 from agentcompass.runtime.model_providers import Redactor
 
 from agentcompass_report.compare import comparisons
 from agentcompass_report.conversation import REPORT_CAPS, Caps
 from agentcompass_report.page import Mode, render
 from agentcompass_report.payload import detail, run_payload
-from agentcompass_report.rundir import RunFiles
 
 
-def page_data(runs: Sequence[RunFiles], mode: Mode, caps: Caps) -> dict[str, Any]:
+def page_data(runs: Sequence[RunReader], mode: Mode, caps: Caps) -> dict[str, Any]:
     """What the page's ``data`` block holds: every run (header, summary, rows) and the comparisons."""
     return {
         "mode": mode, "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -26,13 +26,13 @@ def page_data(runs: Sequence[RunFiles], mode: Mode, caps: Caps) -> dict[str, Any
     }
 
 
-def _details(runs: Sequence[RunFiles], caps: Caps) -> Iterator[tuple[str, Any]]:
+def _details(runs: Sequence[RunReader], caps: Caps) -> Iterator[tuple[str, Any]]:
     for r, files in enumerate(runs):
         for i, key in enumerate(files.results):
             yield f"{r}-{i}", detail(files, key, caps)
 
 
-def title_of(runs: Sequence[RunFiles]) -> str:
+def title_of(runs: Sequence[RunReader]) -> str:
     first = runs[0].info["request"]
     what = f"{first['benchmark']} / {first['harness']} / {first['model']}"
     return f"agentcompass: {what}" + (f" (+{len(runs) - 1} compared)" if len(runs) > 1 else "")
@@ -40,7 +40,7 @@ def title_of(runs: Sequence[RunFiles]) -> str:
 
 def build_report(paths: Sequence[Path], redactor: Redactor, caps: Caps = REPORT_CAPS) -> tuple[str, list[str]]:
     """The page of the runs at ``paths`` and the warnings reading them raised."""
-    runs = [RunFiles.open(p) for p in paths]
+    runs = [RunReader.open(p) for p in paths]
     html = render(page_data(runs, "report", caps), _details(runs, caps), redactor, "report",
                   redactor.text(title_of(runs)))
     return html, [w for r in runs for w in r.warnings]

@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 from agentcompass.errors import UsageError
+from agentcompass.run_directory import RunReader
 from agentcompass.runtime.model_providers import Redactor
 from aiohttp import web
 
@@ -29,7 +30,6 @@ from agentcompass_report.conversation import VIEW_CAPS
 from agentcompass_report.page import json_response_text, render
 from agentcompass_report.payload import ROW_COLUMNS, detail, header, rows, summary_of, unfinished_rows
 from agentcompass_report.report import page_data, title_of
-from agentcompass_report.rundir import RunFiles
 
 LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -54,7 +54,7 @@ def check_host(host: str, allow_remote: bool) -> None:
 class ViewState:
     """The runs being viewed, refreshed (under a lock) at each request."""
 
-    runs: list[RunFiles]
+    runs: list[RunReader]
     redactor: Redactor
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
     #: The last summary answer and the version it was built at (polls of an unchanged run reuse it).
@@ -160,5 +160,5 @@ async def serve(state: ViewState, host: str, port: int, ready: Any = None) -> No
         await runner.cleanup()
 
 
-def open_runs(paths: Sequence[Any]) -> list[RunFiles]:
-    return [RunFiles.open(p) for p in paths]
+def open_runs(paths: Sequence[Any]) -> list[RunReader]:
+    return [RunReader.open(p) for p in paths]

@@ -1,13 +1,22 @@
-"""Reading a run directory for the page, from its documented JSON files only.
+"""The public reader of run directories: validated, incremental, for finished runs and live ones alike.
 
-The core's validated readers (``agentcompass.results``) are not part of the public API a plugin may import, so
-this module reads the files the run directory contract names (``run.json``, ``summary.json``,
-``results.jsonl``, ``attempts.jsonl``, ``trajectories.jsonl``) itself, with the same rules: a torn last line is
-passed over silently, any other line that is not a valid record is skipped with a warning naming file and line,
-and the last final record of a (task, trial) wins.
+::
 
-:class:`RunFiles` reads incrementally: :meth:`RunFiles.refresh` parses only what was appended since the last
-call, so ``agentcompass view`` follows a running run cheaply.
+    from agentcompass.run_directory import RunReader
+
+    run = RunReader.open(Path("runs/RUN_ID"))   # run.json checked; what the files hold so far read
+    run.results[("task_1", 1)]                   # the final record of (task, trial), as its JSON object
+    run.attempts.get(("task_1", 1), [])          # its earlier attempts (retried or cancelled)
+    run.trajectory(("task_1", 1))                # its model calls, read from their byte ranges when asked
+    run.refresh()                                # a live run: read only what was appended since
+    logs, offset = run.logs(offset)              # structured log records after a byte offset, and the next one
+
+It reads the files the run-directory contract names (``run.json``, ``summary.json``, ``results.jsonl``,
+``attempts.jsonl``, ``trajectories.jsonl``, ``logs.jsonl``) with the core's rules: a torn last line is passed
+over silently (a live writer is in the middle of it), any other line that is not a valid record is skipped with
+a warning naming file and line (:attr:`RunReader.warnings`), and the last final record of a (task, trial) wins.
+Records are the JSON objects as written (a result is ``RunResult``'s JSON; ``result_from_json`` in
+:mod:`agentcompass.serialization` builds one). Nothing in the directory is changed.
 """
 
 from __future__ import annotations
@@ -20,100 +29,29 @@ from typing import Any
 
 import attrs
 from agentcompass.errors import ResultsError, describe
-from agentcompass.runtime.types import TaskStatus
+from agentcompass.results.lines import (
+    ATTEMPTS,
+    LOGS,
+    RESULTS,
+    RUN_JSON,
+    SUMMARY,
+    TRAJECTORIES,
+    LineTail,
+    parse_line,
+    read_json_file,
+    result_problem,
+)
 
-RUN_JSON = "run.json"
-SUMMARY = "summary.json"
-RESULTS = "results.jsonl"
-ATTEMPTS = "attempts.jsonl"
-TRAJECTORIES = "trajectories.jsonl"
-
-STATUSES = frozenset(s.value for s in TaskStatus)
 #: The core writes each trajectory line with these keys first; reading them off the line spares a full parse.
 _TRAJECTORY_KEY = re.compile(rb'^\{"task_id":("(?:[^"\\]|\\.)*"),"trial":(\d+),"attempt":(\d+),')
 
+#: A (task, trial).
 Key = tuple[str, int]
 
 
-def read_json_file(path: Path) -> dict[str, Any]:
-    """A JSON object file, or a :class:`ResultsError` naming the file and what is wrong."""
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"cannot read {path}: {describe(exc)}") from None
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path} is damaged: it holds {type(data).__name__}, not a JSON object")
-    return data
-
-
-def result_problem(data: dict[str, Any]) -> str | None:
-    """What makes ``data`` not a valid result line (``None`` when it is one), checking the fields the page uses."""
-    if not isinstance(data.get("task_id"), str):
-        return "task_id is not a string"
-    trial = data.get("trial", 1)
-    if type(trial) is not int or trial < 1:
-        return "trial is not a positive integer"
-    if data.get("status") not in STATUSES:
-        return f"status {data.get('status')!r:.40} is not a task status"
-    category = data.get("category")
-    if category is not None and not isinstance(category, str):
-        return "category is not a string"
-    metrics = data.get("metrics", {})
-    if not isinstance(metrics, dict) or any(type(v) not in (int, float) for v in metrics.values()):
-        return "metrics is not a mapping of numbers"
-    for name in ("timings", "usage", "artifacts"):
-        if not isinstance(data.get(name, {}), dict):
-            return f"{name} is not a mapping"
-    error = data.get("error")
-    if error is not None and not isinstance(error, str):
-        return "error is not a string"
-    return None
-
-
 @attrs.define
-class _Tail:
-    """Where reading a growing JSONL file stopped: the byte offset after the last complete line."""
-
-    path: Path
-    offset: int = 0
-    line: int = 0
-
-    def new_lines(self) -> Iterator[tuple[int, int, bytes]]:
-        """``(line number, byte offset, raw line)`` of every complete line appended since the last call."""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise ResultsError(f"cannot read {self.path}: {exc.strerror or describe(exc)}") from None
-        end = data.rfind(b"\n")
-        if end < 0:
-            return  # nothing complete yet (a torn or half-written last line waits for its newline)
-        start = 0
-        for raw in data[:end + 1].splitlines(keepends=True):
-            self.line += 1
-            yield self.line, self.offset + start, raw
-            start += len(raw)
-        self.offset += end + 1
-
-
-def _parse(raw: bytes, path: Path, number: int, warnings: list[str]) -> dict[str, Any] | None:
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        warnings.append(f"{path}:{number}: not a JSON line ({describe(exc)}); skipped")
-        return None
-    if not isinstance(data, dict):
-        warnings.append(f"{path}:{number}: holds {type(data).__name__}, not a JSON object; skipped")
-        return None
-    return data
-
-
-@attrs.define
-class RunFiles:
-    """One run directory as the page reads it; :meth:`refresh` picks up what a running run appended."""
+class RunReader:
+    """One run directory, read so far; :meth:`refresh` picks up what a running run appended."""
 
     path: Path
     info: dict[str, Any]
@@ -127,10 +65,10 @@ class RunFiles:
     warnings: list[str] = attrs.field(factory=list)
     #: How many final records replaced an earlier one (a row that changed in place, not appended).
     replaced: int = 0
-    _tails: dict[str, _Tail] = attrs.field(factory=dict)
+    _tails: dict[str, LineTail] = attrs.field(factory=dict)
 
     @classmethod
-    def open(cls, path: Path) -> RunFiles:
+    def open(cls, path: Path) -> RunReader:
         """Open ``path`` and read what it holds so far; a :class:`ResultsError` when it is not a run directory."""
         if not path.is_dir():
             raise ResultsError(f"run directory {path} does not exist")
@@ -186,7 +124,7 @@ class RunFiles:
             if parsed_key is not None:
                 key = parsed_key
             else:
-                call = _parse(raw, self.path / TRAJECTORIES, number, self.warnings)
+                call = parse_line(raw, self.path / TRAJECTORIES, number, self.warnings)
                 if call is None:
                     continue
                 tid, trial = call.get("task_id"), call.get("trial", 1)
@@ -202,7 +140,7 @@ class RunFiles:
         """The valid result records appended to ``name`` since the last look; the others are skipped with a
         warning naming file and line."""
         for number, _, raw in self._tail(name).new_lines():
-            data = _parse(raw, self.path / name, number, self.warnings)
+            data = parse_line(raw, self.path / name, number, self.warnings)
             if data is None:
                 continue
             problem = result_problem(data)
@@ -211,10 +149,10 @@ class RunFiles:
                 continue
             yield data
 
-    def _tail(self, name: str) -> _Tail:
+    def _tail(self, name: str) -> LineTail:
         tail = self._tails.get(name)
         if tail is None:
-            tail = self._tails[name] = _Tail(self.path / name)
+            tail = self._tails[name] = LineTail(self.path / name)
         return tail
 
     def trajectory(self, key: Key) -> list[dict[str, Any]]:
@@ -229,12 +167,21 @@ class RunFiles:
                 for offset, length in spans:
                     f.seek(offset)
                     raw = f.read(length)
-                    data = _parse(raw, path, 0, [])
+                    data = parse_line(raw, path, 0, None)
                     if data is not None:
                         calls.append(data)
         except OSError as exc:
             raise ResultsError(f"cannot read {path}: {exc.strerror or describe(exc)}") from None
         return calls
+
+    def logs(self, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """The structured log records (``logs.jsonl``) written after byte ``offset``, and the offset to pass
+        next time (after the last complete line): a live run's logs, followed cheaply. A line that is not a
+        JSON object is skipped with a warning."""
+        tail = LineTail(self.path / LOGS, offset)
+        records = [data for number, _, raw in tail.new_lines()
+                   if (data := parse_line(raw, tail.path, number, self.warnings)) is not None]
+        return records, tail.offset
 
 
 def _trajectory_key(raw: bytes) -> Key | None:
