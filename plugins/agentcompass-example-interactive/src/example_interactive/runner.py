@@ -24,12 +24,11 @@ import argparse
 import json
 import os
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from example_interactive import chat_client
+from example_interactive.chat_client import ModelCallError
 from example_interactive.domain import POLICY, TOOLS, TaskDomain, apply_patch, db_equal, replay
 from example_interactive.user_sim import STOP, UserSimulator
 
@@ -43,10 +42,6 @@ EXIT_MODEL_ERROR = 3
 
 class RequestError(Exception):
     """The request file is unusable."""
-
-
-class ModelCallError(Exception):
-    """The agent model's endpoint failed."""
 
 
 # -- tasks ---------------------------------------------------------------------------------------
@@ -100,87 +95,23 @@ def load_request(path: str) -> dict[str, Any]:
 
 
 class ChatClient:
-    """A minimal OpenAI chat-completions client on ``urllib``; one retry on 5xx and connection errors, unless
-    the endpoint says ``x-should-retry: false`` (the run's gateway does when its provider already retried)."""
+    """The agent model: one endpoint, one model, the request's generation settings. ``chat_client`` (the core's
+    :mod:`agentcompass.runtime.chat_client`, linked into this package) does the HTTP, with one retry on 5xx and
+    connection errors."""
 
     def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, params: Mapping[str, Any]):
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.api_key = api_key
+        self.endpoint = chat_client.ChatClient(base_url, api_key, timeout=timeout, retry_delay=RETRY_DELAY_SECONDS)
         self.model = model
-        self.timeout = timeout
         self.params = dict(params)
-        self.calls = 0
 
     def chat(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         body = dict(self.params)
         body.update({"model": self.model, "messages": list(messages), "tools": list(tools)})
-        data = json.dumps(body).encode("utf-8")
-        attempts = 2
-        for attempt in range(1, attempts + 1):
-            try:
-                return self._post(data)
-            except _Retryable as exc:
-                if attempt == attempts:
-                    raise ModelCallError(f"{exc} (after {attempts} attempts)") from None
-                time.sleep(RETRY_DELAY_SECONDS)
-        raise AssertionError("unreachable")
-
-    def _post(self, data: bytes) -> dict[str, Any]:
-        request = urllib.request.Request(
-            self.url,
-            data=data,
-            method="POST",
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "Authorization": f"Bearer {self.api_key}",
-            },
-        )
-        self.calls += 1
-        where = f"POST {self.url}"
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = _error_detail(exc)
-            message = f"model endpoint answered HTTP {exc.code} {exc.reason} to {where}" + (
-                f": {detail}" if detail else ""
-            )
-            if exc.code >= 500 and (exc.headers.get("x-should-retry") or "").lower() != "false":
-                raise _Retryable(message) from None
-            raise ModelCallError(message) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise _Retryable(f"cannot reach the model endpoint ({where}): {reason}") from None
-        try:
-            payload = json.loads(raw)
-            message = payload["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            snippet = raw[:300].decode("utf-8", "replace")
-            raise ModelCallError(f"model endpoint sent an invalid chat completion to {where}: {snippet!r}") from None
-        if not isinstance(message, dict):
-            raise ModelCallError(f"model endpoint sent an invalid chat completion to {where}")
+        message = chat_client.first_message(self.endpoint.complete(body))
+        if message is None:
+            raise ModelCallError(f"model endpoint sent an invalid chat completion to POST {self.endpoint.url}: "
+                                 "no choices[0].message")
         return message
-
-
-class _Retryable(Exception):
-    pass
-
-
-def _error_detail(exc: urllib.error.HTTPError) -> str:
-    try:
-        raw = exc.read()[:500].decode("utf-8", "replace")
-    except Exception:
-        return ""
-    try:
-        err = json.loads(raw).get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    except (ValueError, AttributeError):
-        pass
-    return raw.strip()
 
 
 def _assistant_message(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,6 @@
-"""OpenAI chat completions over ``urllib``: the run's model gateway, or any OpenAI-compatible endpoint.
-
-The gateway already retries the provider (429, 5xx, timeouts); here a request is tried again once only when
-the endpoint itself could not be reached or answered 5xx without ``x-should-retry: false``.
-"""
+"""OpenAI chat completions in tau2's terms, over ``taubench_runner.chat_client`` (a link to the core's public
+standard-library client, :mod:`agentcompass.runtime.chat_client`): the run's model gateway, or any
+OpenAI-compatible endpoint."""
 
 from __future__ import annotations
 
@@ -11,20 +9,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-RETRY_DELAY_SECONDS = 1.0
+from taubench_runner import chat_client
+from taubench_runner.chat_client import ModelCallError
 
-
-class ModelCallError(Exception):
-    """A model call failed for good (the run ends as a runtime error)."""
-
+__all__ = ["ChatClient", "ModelCallError", "ProtocolError", "parse_completion", "to_api_messages"]
 
 class ProtocolError(Exception):
     """A model answered something tau2 cannot turn into a message (no content and no tool call, tool call
     arguments that are not a JSON object). tau2 fails such a simulation."""
-
-
-class _Retryable(Exception):
-    pass
 
 
 def to_api_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -49,14 +41,15 @@ def to_api_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
 
 
 class ChatClient:
-    """One endpoint; ``complete`` returns the assistant message (content, tool calls with parsed arguments)
-    with its usage and generation time."""
+    """One endpoint (:mod:`agentcompass.runtime.chat_client` does the HTTP); ``complete`` returns the assistant
+    message (content, tool calls with parsed arguments) with its usage and generation time."""
 
     def __init__(self, base_url: str, api_key: str, *, timeout: float = 600.0) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.api_key = api_key
-        self.timeout = timeout
-        self.calls: dict[str, int] = {}
+        self.endpoint = chat_client.ChatClient(base_url, api_key, timeout=timeout)
+
+    @property
+    def calls(self) -> dict[str, int]:
+        return self.endpoint.calls
 
     def complete(
         self,
@@ -70,49 +63,9 @@ class ChatClient:
             body["tools"] = list(tools)
             body["tool_choice"] = "auto"
         body.update({k: v for k, v in params.items() if v is not None})
-        data = json.dumps(body).encode("utf-8")
-        self.calls[model] = self.calls.get(model, 0) + 1
         start = time.perf_counter()
-        for attempt in (1, 2):
-            try:
-                payload = self._post(data)
-                break
-            except _Retryable as exc:
-                if attempt == 2:
-                    raise ModelCallError(f"{exc} (after 2 attempts)") from None
-                time.sleep(RETRY_DELAY_SECONDS)
-        elapsed = time.perf_counter() - start
-        return parse_completion(payload, model, elapsed)
-
-    def _post(self, data: bytes) -> dict[str, Any]:
-        import urllib.error  # here, so that the oracle and a judge-less evaluation never load http and ssl
-        import urllib.request
-
-        request = urllib.request.Request(
-            self.url, data=data, method="POST",
-            headers={"Content-Type": "application/json", "Accept": "application/json",
-                     "Authorization": f"Bearer {self.api_key}"},
-        )
-        where = f"POST {self.url}"
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = _error_detail(exc)
-            message = f"model endpoint answered HTTP {exc.code} to {where}" + (f": {detail}" if detail else "")
-            if exc.code >= 500 and (exc.headers.get("x-should-retry") or "").lower() != "false":
-                raise _Retryable(message) from None
-            raise ModelCallError(message) from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise _Retryable(f"cannot reach the model endpoint ({where}): {getattr(exc, 'reason', exc)}") from None
-        try:
-            payload = json.loads(raw)
-        except ValueError:
-            raise ModelCallError(f"model endpoint sent an invalid chat completion to {where}: "
-                                 f"{raw[:300].decode('utf-8', 'replace')!r}") from None
-        if not isinstance(payload, dict):
-            raise ModelCallError(f"model endpoint sent an invalid chat completion to {where}")
-        return payload
+        payload = self.endpoint.complete(body)
+        return parse_completion(payload, model, time.perf_counter() - start)
 
 
 def parse_completion(payload: Mapping[str, Any], model: str, elapsed: float) -> dict[str, Any]:
@@ -153,19 +106,3 @@ def parse_completion(payload: Mapping[str, Any], model: str, elapsed: float) -> 
         "usage": {"completion_tokens": usage.get("completion_tokens"), "prompt_tokens": usage.get("prompt_tokens")},
         "generation_time_seconds": round(elapsed, 6),
     }
-
-
-def _error_detail(exc: Any) -> str:
-    try:
-        raw = exc.read()[:500].decode("utf-8", "replace")
-    except Exception:
-        return ""
-    try:
-        err = json.loads(raw).get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    except (ValueError, AttributeError):
-        pass
-    return raw.strip()

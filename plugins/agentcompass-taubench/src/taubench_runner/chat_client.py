@@ -1,0 +1,1 @@
+../../../../agentcompass_core/src/agentcompass/runtime/chat_client.py
