@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agentcompass.builtin.local import processes
-from agentcompass.builtin.local_env import LocalProvider, PathEscapeError
+from agentcompass.builtin.local import LocalProvider, PathEscapeError, processes
 from agentcompass.errors import UsageError
 from agentcompass.runtime import EnvironmentSpec
 from hypothesis import given, settings
@@ -95,7 +94,7 @@ async def test_files_and_trees_round_trip(session, tmp_path):
 @settings(max_examples=50, deadline=None)
 @given(st.text(min_size=1, max_size=30))
 def test_any_path_resolves_inside_or_is_refused(tmp_path_factory, name):
-    from agentcompass.builtin.local_env import LocalSession
+    from agentcompass.builtin.local import LocalSession
 
     root = tmp_path_factory.mktemp("w")
     s = LocalSession(root, {})
@@ -269,7 +268,7 @@ def test_good_options():
 
 
 def test_the_output_limit_is_the_shared_one():
-    from agentcompass.builtin import local_env
+    from agentcompass.builtin.local import session as local_env
     from agentcompass.runtime import environment
 
     assert local_env.OUTPUT_LIMIT is environment.OUTPUT_LIMIT

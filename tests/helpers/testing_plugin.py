@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcompass import hookimpl
-from agentcompass.builtin.local_env import LocalProvider
+from agentcompass.builtin.local import LocalProvider
 from agentcompass.errors import InfrastructureError, UsageError
 from agentcompass.runtime import (
     BaseBenchmark,

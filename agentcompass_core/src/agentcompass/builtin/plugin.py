@@ -22,7 +22,7 @@ def _harness(name: str) -> Any:
 
 
 def _local_environment(**options: Any) -> Any:
-    from agentcompass.builtin.local_env import LocalProvider
+    from agentcompass.builtin.local import LocalProvider
 
     return LocalProvider(**options)
 
