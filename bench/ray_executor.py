@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.ray.cluster import LocalCluster  # noqa: E402
+from tests.helpers.ray_cluster import LocalCluster  # noqa: E402
 
 K = 3
 PLUGIN = '''

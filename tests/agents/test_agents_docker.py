@@ -19,9 +19,9 @@ from agentcompass_agents.install import Installer, InstallError
 from agentcompass_example_coding import tasks as coding_tasks
 
 from tests.agents.scripts import SUBMIT, Job, tool_agent
-from tests.docker.engine_check import require_engine
 from tests.harbor import taskdirs
 from tests.harnesses.support import Tiny
+from tests.helpers.docker_engine import require_engine
 
 pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(1200)]
 

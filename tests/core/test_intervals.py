@@ -16,7 +16,7 @@ from agentcompass.runtime.statistics import TOO_FEW_TASKS, mean_interval, t_quan
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import run_cli_subprocess
+from tests.helpers.cli_processes import run_cli_subprocess
 
 unit_clusters = st.lists(st.lists(st.floats(0, 1), min_size=1, max_size=6), min_size=2, max_size=15)
 binary_clusters = st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=6), min_size=2, max_size=15)

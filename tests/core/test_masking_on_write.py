@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agentcompass.testing.models import LoopbackOpenAI, text
 
-from tests.conftest import run_cli_subprocess
+from tests.helpers.cli_processes import run_cli_subprocess
 
 TOKEN = "tok-5f1e9a7c3b2d4e6f8a0b"
 PLAIN = "plainvalue-83c1d2e4f5a6"

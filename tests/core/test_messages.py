@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import run_cli_subprocess
+from tests.helpers.cli_processes import run_cli_subprocess
 
 MAIN = ["run", "example_interactive", "none", "mock"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from agentcompass.testing.models import LoopbackOpenAI
 
-from tests.conftest import run_cli_subprocess
 from tests.harnesses.support import solver
+from tests.helpers.cli_processes import run_cli_subprocess
 
 RUN = ["run", "example_coding", "react", "openai-compatible/solver", "--max-retries", "0"]
 

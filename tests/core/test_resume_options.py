@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_cli_subprocess
+from tests.helpers.cli_processes import run_cli_subprocess
 
 
 @pytest.fixture(scope="module")

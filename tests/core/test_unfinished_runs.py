@@ -14,8 +14,8 @@ from agentcompass.cli.progress import Progress
 from agentcompass.runtime import RunResult, TaskStatus
 from agentcompass.testing.models import LoopbackOpenAI
 
-from tests.conftest import run_cli_subprocess, start_cli
 from tests.harnesses.support import assistant_turns, instruction, solver
+from tests.helpers.cli_processes import run_cli_subprocess, start_cli
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -11,8 +11,8 @@ from typing import Any
 
 from agentcompass.testing import LoopbackOpenAI
 
-from tests.conftest import run_cli_subprocess
 from tests.harnesses.support import assistant_turns, instruction, solver
+from tests.helpers.cli_processes import run_cli_subprocess
 
 #: The API key the loopback model server demands: it must reach the server and nothing that is exported.
 PLANTED_KEY = "sk-h27planted-4c1d9e7a2b6f80135e"

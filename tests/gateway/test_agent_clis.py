@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from agentcompass.testing.scripted_models import LoopbackOpenAI
 
-from tests.docker.engine_check import require_engine
 from tests.gateway.cli_responder import cli_responder
+from tests.helpers.docker_engine import require_engine
 
 pytestmark = [pytest.mark.docker, pytest.mark.agent_cli]
 

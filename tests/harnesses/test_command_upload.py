@@ -10,7 +10,7 @@ import pytest
 from agentcompass.errors import UsageError
 from agentcompass_harnesses.command import CommandHarness
 
-from tests.conftest import ROOT, run_cli_subprocess
+from tests.helpers.cli_processes import ROOT, run_cli_subprocess
 
 README_COMMAND = "python3 /opt/agent/run.py --task {instruction_file}"
 
@@ -47,7 +47,7 @@ def test_an_upload_that_does_not_exist_is_a_usage_error_before_anything_runs(tmp
 
 @pytest.mark.docker
 def test_the_readme_example_works_as_written_in_docker(tmp_path):
-    from tests.docker.engine_check import require_engine
+    from tests.helpers.docker_engine import require_engine
 
     require_engine()
     out, done = _run(tmp_path, "--env", "docker", "--harness-arg", "upload=docs/examples/agent:/opt/agent",
