@@ -1,4 +1,4 @@
-"""The run directory: the on-disk record of a run (its file names are a contract: DESIGN, "Results").
+"""The run directory: the on-disk record of a run (its file names are a contract: the README's run-directory table).
 
 * ``run.json`` — the request, the resolved plan and plugin versions; never a secret.
 * ``results.jsonl`` — one line per task: its final ``RunResult``.
@@ -199,7 +199,7 @@ class RunDirectory:
             try:
                 out.append(result_from_json(data))
             except RecordError as exc:
-                _warn(self.warnings, path, number, f"not a valid attempt ({exc})")
+                warn(self.warnings, path, number, f"not a valid attempt ({exc})")
         return out
 
     def final_scores(self) -> dict[tuple[str, int], Score]:
