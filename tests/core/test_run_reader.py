@@ -27,7 +27,7 @@ def test_logs_are_followed_by_byte_offset_and_a_torn_line_waits_for_its_newline(
     reader = RunReader.open(run_dir)
     logs, offset = reader.logs()
     events = [r["event"] for r in logs]
-    assert events[0] == "run.started" and events[-1] == "run.finished"
+    assert "run.started" in events and events[-1] == "run.finished"
     assert offset == (run_dir / LOGS).stat().st_size
     assert reader.logs(offset) == ([], offset)
     with open(run_dir / LOGS, "a") as f:
