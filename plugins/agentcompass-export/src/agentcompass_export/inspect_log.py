@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from agentcompass.errors import UsageError
 from agentcompass.runtime.types import RunResult, TaskStatus
 
-from agentcompass_export.chat import agent_calls, conversation, text_of, tool_calls_of
+from agentcompass_export.chat import agent_calls, common_prefix, conversation, text_of, tool_calls_of
 from agentcompass_export.source import Calls, Record, RunSource
 
 if TYPE_CHECKING:
@@ -50,11 +50,12 @@ def _iso(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).isoformat()
 
 
-def _messages(conv: Sequence[Mapping[str, Any]], model: str) -> list[ChatMessage]:
+def _messages(conv: Sequence[Mapping[str, Any]], model: str, names: dict[str, str] | None = None
+              ) -> list[ChatMessage]:
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
     from inspect_ai.tool import ToolCall
 
-    names: dict[str, str] = {}
+    names = {} if names is None else names  # tool call id -> function, across the calls of a sample
     out: list[ChatMessage] = []
     for m in conv:
         role, content = m.get("role"), text_of(m.get("content"))
@@ -102,10 +103,38 @@ def _output(call: Mapping[str, Any] | None, model: str) -> ModelOutput:
     )
 
 
-def _event(call: Mapping[str, Any], model: str) -> Any:
+class _Inputs:
+    """The input messages of a sample's model events, converted once: a call's prompt repeats the previous
+    prompt of its role, so the messages they share are the same objects (which also lets Inspect's writer pool
+    them without hashing each copy)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.previous: dict[str, tuple[list[Any], list[ChatMessage]]] = {}
+        self.tools: dict[tuple[str, ...], list[Any]] = {}
+
+    def messages(self, call: Mapping[str, Any], model: str) -> list[ChatMessage]:
+        raw = [m for m in call.get("messages") or () if isinstance(m, Mapping)]
+        role = str(call.get("role"))
+        before, converted = self.previous.get(role, ([], []))
+        shared = common_prefix(before, raw)
+        out = converted[:shared] + _messages(raw[shared:], model, self.names)
+        self.previous[role] = (raw, out)
+        return out
+
+    def tool_infos(self, call: Mapping[str, Any]) -> list[Any]:
+        from inspect_ai.tool import ToolInfo
+
+        key = tuple(str(name) for name in call.get("tools") or ())
+        found = self.tools.get(key)
+        if found is None:
+            found = self.tools[key] = [ToolInfo(name=name, description="") for name in key]
+        return found
+
+
+def _event(call: Mapping[str, Any], model: str, inputs: _Inputs) -> Any:
     from inspect_ai.event import ModelEvent
     from inspect_ai.model import GenerateConfig
-    from inspect_ai.tool import ToolInfo
 
     started = float(call.get("started_at") or 0.0)
     latency = float(call.get("latency_s") or 0.0)
@@ -113,8 +142,7 @@ def _event(call: Mapping[str, Any], model: str) -> Any:
         timestamp=dt.datetime.fromtimestamp(started, tz=dt.UTC),
         completed=dt.datetime.fromtimestamp(started + latency, tz=dt.UTC),
         working_time=latency, working_start=0.0, model=model, role=call.get("role"),
-        input=_messages([m for m in call.get("messages") or () if isinstance(m, Mapping)], model),
-        tools=[ToolInfo(name=str(name), description="") for name in call.get("tools") or ()],
+        input=inputs.messages(call, model), tools=inputs.tool_infos(call),
         tool_choice="auto", config=GenerateConfig(), output=_output(call, model),
         retries=max(0, int(call.get("attempts") or 1) - 1), error=call.get("error"),
         metadata={"via": call.get("via"), "index": call.get("index"),
@@ -145,6 +173,7 @@ def _sample(source: RunSource, result: RunResult, calls: Calls) -> EvalSample:
             totals[1] = int(totals[1] or 0) + int(call.get("completion_tokens") or 0)
             if call.get("cost_usd") is not None:
                 totals[2] = float(totals[2] or 0.0) + float(call["cost_usd"])
+    inputs = _Inputs()
     completed = result.status is TaskStatus.COMPLETED
     error = None if completed else EvalError(message=_error_text(result), traceback=_error_text(result),
                                              traceback_ansi=_error_text(result))
@@ -162,7 +191,7 @@ def _sample(source: RunSource, result: RunResult, calls: Calls) -> EvalSample:
         metadata={"category": result.category, "status": result.status.value, "attempt": result.attempt,
                   "seed": result.seed, "error_phase": result.error_phase, "timings": dict(result.timings),
                   "final_answer": result.final_answer},
-        events=[_event(c, roles.get(str(c.get("role")), str(c.get("model")))) for c in calls],
+        events=[_event(c, roles.get(str(c.get("role")), str(c.get("model"))), inputs) for c in calls],
         model_usage={k: _usage(int(p or 0), int(c or 0), x) for k, (p, c, x) in by_model.items()},
         role_usage={k: _usage(int(p or 0), int(c or 0), x) for k, (p, c, x) in by_role.items()},
         started_at=_iso(started) if started is not None else None,
