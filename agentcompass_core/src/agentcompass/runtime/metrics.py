@@ -115,12 +115,13 @@ def contract_from_json(data: Mapping[str, object]) -> MetricContract:
         except ValueError:
             continue
     labels = data.get("labels") or {}
+    success_metric = data.get("success_metric")
     return MetricContract(
         primary=primary, scalar=tuple(dict.fromkeys((primary, *scalar))),
         labels={str(k): str(v) for k, v in labels.items()},  # type: ignore[attr-defined]
         higher_is_better=bool(data.get("higher_is_better", True)),
         success_threshold=float(threshold) if type(threshold) in (int, float) else None,  # type: ignore[arg-type]
-        success_metric=data.get("success_metric") if isinstance(data.get("success_metric"), str) else None,
+        success_metric=success_metric if isinstance(success_metric, str) else None,
         bounds=bounds,
     )
 
