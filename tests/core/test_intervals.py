@@ -148,10 +148,10 @@ def test_console_summary_json_and_report_show_the_same_bounded_interval(tmp_path
     assert f"[{low:.4f}, {high:.4f}]" in proc.stdout
     shown = run_cli_subprocess("results", "show", str(out), testing=False)
     assert f"[{low:.4f}, {high:.4f}]" in shown.stdout
+    from agentcompass.run_directory import RunReader
     from agentcompass_report.payload import live_summary, summary_of
-    from agentcompass_report.rundir import RunFiles
 
-    files = RunFiles.open(out)
+    files = RunReader.open(out)
     written, live = summary_of(files)
     assert not live and written["metrics"]["overall"]["score"]["ci95"] == [low, high]
     from agentcompass_report.payload import contract_of

@@ -59,10 +59,10 @@ def test_results_show_of_a_killed_run_shows_its_results_so_far(tmp_path):
     assert "still going or was killed" in shown.stderr and "UNFINISHED:" in shown.stdout
     assert "trial" in shown.stdout.splitlines()[-len(read_jsonl(out / "results.jsonl")) - 2]
     # the report and a live `view` know the planned total and list the unfinished work
+    from agentcompass.run_directory import RunReader
     from agentcompass_report.payload import contract_of, live_summary, rows, summary_of, unfinished_rows
-    from agentcompass_report.rundir import RunFiles
 
-    files = RunFiles.open(out)
+    files = RunReader.open(out)
     summary, live = summary_of(files)
     finished = len(read_jsonl(out / "results.jsonl"))
     assert live and summary["n_planned"] == 22 and summary["n_unfinished"] == 22 - finished

@@ -16,7 +16,7 @@ def swebench_rows(tmp_path_factory: pytest.TempPathFactory) -> Suite:
 @pytest.fixture(scope="session")
 def swebench_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
     """The local instances with their images built (once per session, cached by tag across sessions)."""
-    from tests.docker.engine_check import require_engine
+    from tests.helpers.docker_engine import require_engine
 
     require_engine()
     return suite(tmp_path_factory.mktemp("swebench-suite"), go=True, build=True)
