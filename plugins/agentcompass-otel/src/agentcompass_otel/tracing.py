@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -232,10 +233,11 @@ class RunTrace:
             if summary.stopped_reason:
                 root.set_attribute("agentcompass.stopped_reason", _cut(summary.stopped_reason) or "")
         root.end()
-        try:
-            self.provider.force_flush(FLUSH_MILLIS)
-        finally:
-            self.provider.shutdown()
+        # The exporter retries an unreachable collector with back-off: wait for it at most FLUSH_MILLIS, so a
+        # dead collector never holds the run's end (what it did not take is lost, and logged by the SDK).
+        closing = threading.Thread(target=self.provider.shutdown, name="agentcompass-otel-shutdown", daemon=True)
+        closing.start()
+        closing.join(FLUSH_MILLIS / 1000)
 
 
 @attrs.define(eq=False)  # hashable: pluggy keeps plugins in sets
@@ -267,7 +269,7 @@ class RunTracing:
         resource = Resource.create()
         if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
             resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
-        provider = TracerProvider(resource=resource)
+        provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # the run's end shuts it down
         queue = int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or QUEUE_SIZE)
         provider.add_span_processor(BatchSpanProcessor(self.exporter_factory(), max_queue_size=queue))
         tracer = provider.get_tracer("agentcompass_otel", __version__)
