@@ -28,10 +28,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(120
 MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
 SECRET = "sk-provider-secret-" + secrets.token_hex(8)
-#: Agents checked end to end here (codex over the gateway's Responses endpoint, the others chat completions).
-#: claude-code (the Messages endpoint answers its first call with a 400 today) and gemini-cli (no Gemini
-#: endpoint yet) join when the gateway serves them; aider is not checked end to end yet (see the README).
-TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex")
+#: Agents checked end to end here (claude-code over the gateway's Messages endpoint, codex over Responses, the
+#: others chat completions). gemini-cli (no Gemini endpoint yet) joins when the gateway serves it; aider is not
+#: checked end to end yet (see the README).
+TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex", "claude-code")
 #: Words in a failed install's log that mean the registry was out of reach (a skip, not a failure).
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "Temporary failure in name resolution",
                "Could not resolve", "No matching distribution", "Network is unreachable", "ConnectTimeout")
