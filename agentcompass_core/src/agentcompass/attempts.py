@@ -44,6 +44,9 @@ class AttemptQueue:
     #: Stops the run's scheduling (and its model calls) with a reason: an outage past ``--retries``.
     stop: Callable[[str], None] = lambda reason: None
     on_result: ResultCallback | None = None
+    #: The phase timeouts of the tasks that declare their own (``BaseBenchmark.task_timeouts``), by task id;
+    #: every other task gets ``timeouts``.
+    task_timeouts: Mapping[str, Mapping[str, float | None]] = attrs.field(factory=dict)
     _pending: deque[AttemptSpec] = attrs.field(factory=deque)
     _in_flight: dict[tuple[str, int, int], AttemptSpec] = attrs.field(factory=dict)
     _last_allowed: dict[tuple[str, int], int] = attrs.field(factory=dict)
@@ -61,7 +64,8 @@ class AttemptQueue:
     def _spec(self, task: TaskSpec, trial: int, attempt: int, rescore: Rescore | None = None) -> AttemptSpec:
         return AttemptSpec(
             run_id=self.request.run_id, task=task, attempt=attempt, environment=self.specs[task.task_id],
-            timeouts=self.timeouts, request=self.request, gateway_env=self.gateway_env, trial=trial,
+            timeouts=self.task_timeouts.get(task.task_id, self.timeouts), request=self.request,
+            gateway_env=self.gateway_env, trial=trial,
             seed=trial_seed(self.request.seed or 0, task.task_id, trial), rescore=rescore,
         )
 

@@ -152,6 +152,7 @@ class TaskAttempt:
 
     async def _open_environment(self, base_env: Mapping[str, str]) -> EnvironmentSession:
         ctx = self.ctx
+        await ctx.provider.ready(self.spec)  # its image, say: bounded by the provider, not the environment phase
         slots = ctx.environment_slots
         if slots is not None:
             await slots.acquire()

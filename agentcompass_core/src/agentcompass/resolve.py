@@ -28,9 +28,35 @@ NO_HARNESS = "none"
 PHASE_TIMEOUT_NAMES = frozenset(DEFAULT_TIMEOUTS)
 
 
-def phase_timeouts(req: RunRequest) -> dict[str, float | None]:
-    """Seconds per phase: the defaults, ``--timeout`` for the run phase, then ``--phase-timeout``."""
-    return {**DEFAULT_TIMEOUTS, **({"run": req.timeout} if req.timeout is not None else {}), **req.phase_timeouts}
+def phase_timeouts(req: RunRequest, declared: Mapping[str, float] | None = None) -> dict[str, float | None]:
+    """Seconds per phase: the defaults, then what the task declares (``BaseBenchmark.task_timeouts``), then
+    ``--timeout`` for the run phase, then ``--phase-timeout``: what the user gave explicitly always wins."""
+    return {**DEFAULT_TIMEOUTS, **(declared or {}), **({"run": req.timeout} if req.timeout is not None else {}),
+            **req.phase_timeouts}
+
+
+def task_timeouts(benchmark: BaseBenchmark, req: RunRequest, tasks: list[TaskSpec]
+                  ) -> dict[str, dict[str, float | None]]:
+    """The phase timeouts of each task that declares its own (:meth:`BaseBenchmark.task_timeouts`), merged as
+    :func:`phase_timeouts` says; a task that declares none is not in the result (the run's apply)."""
+    merged: dict[str, dict[str, float | None]] = {}
+    for task in tasks:
+        try:
+            declared = dict(benchmark.task_timeouts(task, req) or {})
+        except Exception as exc:
+            raise PluginError(
+                f"benchmark {req.benchmark!r} cannot give the timeouts of task {task.task_id!r}: {describe(exc)}"
+            ) from exc
+        for phase, seconds in declared.items():
+            if phase not in PHASE_TIMEOUT_NAMES or isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+                    or not (math.isfinite(seconds) and seconds > 0):
+                raise PluginError(
+                    f"benchmark {req.benchmark!r} declared {phase}={seconds!r} for task {task.task_id!r}: expected "
+                    f"a positive number of seconds for one of the phases {', '.join(sorted(PHASE_TIMEOUT_NAMES))}"
+                )
+        if declared:
+            merged[task.task_id] = phase_timeouts(req, {k: float(v) for k, v in declared.items()})
+    return merged
 
 
 def new_run_id() -> str:

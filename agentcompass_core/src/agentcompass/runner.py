@@ -50,6 +50,7 @@ from agentcompass.resolve import (
     new_run_id,
     phase_timeouts,
     resolve,
+    task_timeouts,
 )
 from agentcompass.results.run_dir import LOGS, RunDirectory
 from agentcompass.results.summary import build_run_info, build_summary, contract_json, planned_work
@@ -321,7 +322,7 @@ class Runner:
                 )
                 queue = AttemptQueue(
                     request=req, store=store, host=self.host, log=log, timeouts=phase_timeouts(req),
-                    specs=specs, gateway_env=gateway_env,
+                    task_timeouts=task_timeouts(resolved.benchmark, req, tasks), specs=specs, gateway_env=gateway_env,
                     final=final, total=len(work), stop_reason=lambda: access.stop_reason if access else None,
                     stop=access.budget.stop,
                     on_result=self.on_result,

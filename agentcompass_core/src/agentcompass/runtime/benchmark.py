@@ -8,7 +8,7 @@ Lifecycle of a task attempt (the runtime drives it and owns the environment)::
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import Any, ClassVar, Literal
 
 from agentcompass.runtime.environment import EnvironmentSession
@@ -68,6 +68,13 @@ class BaseBenchmark:
     def environment_spec(self, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
         """The environment a task runs in. Default: ``python:3.11-slim``, no network."""
         return EnvironmentSpec()
+
+    def task_timeouts(self, task: TaskSpec, req: RunRequest) -> Mapping[str, float]:
+        """Seconds per phase this task declares (``run``, ``evaluate``, ``prepare``, ``collect``,
+        ``environment``, ``close``), over the run's defaults: for tasks that say how long they may take (Harbor's
+        ``[agent] timeout_sec`` and ``[verifier] timeout_sec``). ``--timeout`` and ``--phase-timeout``, when
+        given, still win. Called once per task before the run starts. Default: none."""
+        return {}
 
     async def prepare_task(
         self, task: TaskSpec, req: RunRequest, plan: ExecutionPlan, env: EnvironmentSession | None = None

@@ -91,7 +91,8 @@ class EnvironmentProvider(abc.ABC):
     """Opens and closes sessions of one kind of environment (``local``, ``docker``, ...).
 
     A provider lives for one run. ``setup`` runs once before any task takes a concurrency slot (check the
-    engine, build images); ``teardown`` runs once at the end, on every path.
+    engine, start building images); ``ready`` before each open (wait for that open's image); ``teardown`` runs
+    once at the end, on every path.
     """
 
     name: str = ""
@@ -104,6 +105,13 @@ class EnvironmentProvider(abc.ABC):
         """Called once after :meth:`setup`, before any attempt opens a session: what the run will ask for, in
         order. A provider may start environments ahead of the tasks that will take them; whatever it starts
         and no task takes, it removes in :meth:`teardown`. The default does nothing."""
+
+    async def ready(self, spec: EnvironmentSpec) -> None:  # noqa: B027
+        """Wait until a session of ``spec`` can open without a long wait: its image built, say. Called before
+        every :meth:`open`, outside the ``environment`` phase's timeout (so a long build does not count as a
+        slow start) and before the attempt takes an environment slot (``--max-environments``); the provider
+        bounds what it waits for itself (a build timeout). Raising here fails the attempt as a failed open
+        does. The default returns at once: :meth:`setup` prepared everything."""
 
     @abc.abstractmethod
     async def open(

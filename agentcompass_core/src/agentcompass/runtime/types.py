@@ -55,6 +55,10 @@ class PreparedTask:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: The values of :attr:`EnvironmentSpec.security`.
+SECURITY_PROFILES = ("hardened", "docker")
+
+
 @dataclass(frozen=True)
 class EnvironmentSpec:
     """Where a task runs. ``local`` honours ``workdir``-independent fields only (env, files); ``docker``
@@ -66,11 +70,19 @@ class EnvironmentSpec:
     :param workdir: working directory inside the container; relative paths resolve against it.
     :param env: extra environment variables for every ``exec``.
     :param network: give the container a network. Off by default: tasks reach models via the gateway.
-    :param memory: memory limit (docker syntax, e.g. ``"2g"``).
-    :param cpus: CPU limit.
-    :param pids_limit: process limit.
+    :param memory: memory limit (docker syntax, e.g. ``"2g"``); ``None``: no limit.
+    :param cpus: CPU limit; ``None``: no limit.
+    :param pids_limit: process limit; ``None``: no limit.
     :param user: run as this user inside the container (``None``: the image's default).
     :param read_only: mount the root file system read-only (the working directory stays writable).
+    :param security: the container settings the task was written for (:data:`SECURITY_PROFILES`).
+        ``"hardened"`` (the default): every capability dropped and ``no-new-privileges``, so even root inside
+        cannot change users, own files of others or bind low ports. ``"docker"``: Docker's own defaults, which
+        task suites written for a plain ``docker run`` (Harbor, Terminal-Bench) expect: Docker's default
+        capability set and working setuid, so ``apt-get install`` as root works. Never privileged either
+        way; the environment's own options (``--env-arg security=``) override it.
+    :param build_args: build arguments (``--build-arg``) for ``build_context``; part of the image's cache key.
+    :param build_timeout: seconds a build of this image may take; ``None``: the environment's default.
     """
 
     image: str = "python:3.11-slim"
@@ -79,11 +91,19 @@ class EnvironmentSpec:
     workdir: str = "/workspace"
     env: Mapping[str, str] = field(default_factory=dict)
     network: bool = False
-    memory: str = "2g"
-    cpus: float = 1.0
-    pids_limit: int = 512
+    memory: str | None = "2g"
+    cpus: float | None = 1.0
+    pids_limit: int | None = 512
     user: str | None = None
     read_only: bool = False
+    security: str = "hardened"
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    build_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.security not in SECURITY_PROFILES:
+            raise ValueError(f"EnvironmentSpec.security must be one of {', '.join(SECURITY_PROFILES)}, "
+                             f"got {self.security!r}")
 
 
 @dataclass(frozen=True)

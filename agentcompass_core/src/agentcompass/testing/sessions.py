@@ -219,6 +219,9 @@ class RecordingProvider(EnvironmentProvider):
     async def setup(self, specs: Iterable[EnvironmentSpec], *, run_id: str) -> None:
         await self.inner.setup(specs, run_id=run_id)
 
+    async def ready(self, spec: EnvironmentSpec) -> None:
+        await self.inner.ready(spec)
+
     async def open(self, spec: EnvironmentSpec, *, run_id: str, task_id: str,
                    base_env: Mapping[str, str]) -> EnvironmentSession:
         session = await self.inner.open(spec, run_id=run_id, task_id=task_id, base_env=base_env)
