@@ -309,27 +309,43 @@ async def test_dockerfile_image_built_once_and_cached_by_hash(make_provider, run
     (context / "Dockerfile").write_text("FROM python:3.11-slim\nCOPY marker.txt /marker.txt\nWORKDIR /workspace\n")
     spec = EnvironmentSpec(build_context=str(context))
     first = await make_provider(spec, EnvironmentSpec(build_context=str(context)))
+    tags: list[str] = []
     try:
+        await first.ready(spec)  # setup started the build; ready waits for it
         assert first.builds == 1  # two specs, one context: one build
         tag = (await first.image_for(spec)).ref
+        tags.append(tag)
         assert tag.startswith("agentcompass-build:")
         session = await first.open(spec, run_id=run_id, task_id="built", base_env={})
         assert await session.read_text("/marker.txt") == nonce
         await first.close(session)
         second = await make_provider(spec)
-        assert second.builds == 0 and (await second.image_for(spec)).ref == tag
+        assert (await second.image_for(spec)).ref == tag and second.builds == 0
+        # build arguments are part of the key
+        with_args = EnvironmentSpec(build_context=str(context), build_args={"FLAVOUR": "b"})
+        (context / "Dockerfile").write_text("FROM python:3.11-slim\nARG FLAVOUR=a\nCOPY marker.txt /marker.txt\n"
+                                            "RUN echo $FLAVOUR > /flavour\n")
+        fourth = await make_provider(with_args)
+        await fourth.ready(with_args)
+        tags.append((await fourth.image_for(with_args)).ref)
+        session = await fourth.open(with_args, run_id=run_id, task_id="args", base_env={})
+        assert (await session.read_text("/flavour")).strip() == "b"
+        await fourth.close(session)
         (context / "marker.txt").write_text(nonce + "changed")
         third = await make_provider(spec)
-        assert third.builds == 1 and (await third.image_for(spec)).ref != tag
-        docker.image.remove((await third.image_for(spec)).ref, force=True)
+        tags.append((await third.image_for(spec)).ref)
+        assert third.builds == 1 and len(set(tags)) == 3
     finally:
-        docker.image.remove(tag, force=True)
+        for built in tags:
+            docker.image.remove(built, force=True)
 
 
-async def test_broken_dockerfile_and_missing_image_stop_setup(make_provider, tmp_path: Path) -> None:
+async def test_broken_dockerfile_fails_its_opens_and_missing_image_stops_setup(make_provider, tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("FROM agentcompass-no-such-base:1\n")
+    spec = EnvironmentSpec(build_context=str(tmp_path))
+    provider = await make_provider(spec)  # builds go on in the background: only the tasks of this image fail
     with pytest.raises(EnvironmentUnavailable, match="building the image"):
-        await make_provider(EnvironmentSpec(build_context=str(tmp_path)))
+        await provider.ready(spec)
     with pytest.raises(EnvironmentUnavailable, match="no-such-image-agentcompass:1"):
         await make_provider(EnvironmentSpec(image="no-such-image-agentcompass:1"))
 

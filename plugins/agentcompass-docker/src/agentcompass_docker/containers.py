@@ -94,8 +94,10 @@ def plan_container(
     gateway: tuple[str, int] | None,
     exec_dir: str | None = None,
 ) -> ContainerPlan:
-    """The container for one attempt: the spec's limits (or the options'), no network unless asked, every
-    capability dropped, ``no-new-privileges``, labels naming the run and task, and the keeper as its program.
+    """The container for one attempt: the spec's limits (or the options'), no network unless asked, the
+    spec's security profile (or the options'): ``hardened``, every capability dropped and
+    ``no-new-privileges``; ``docker``, Docker's default capabilities and setuid working (never privileged
+    either way; ``cap_add`` adds to both), labels naming the run and task, and the keeper as its program.
 
     With ``exec_dir`` (``exec=server``) the program is the exec server, run as the session's user, with that
     directory (and nothing else) mounted; the base environment is then sent with each ``exec`` instead (so a
@@ -104,6 +106,7 @@ def plan_container(
     the server to end it, and the engine removes it."""
     user = spec.user or image_user or "0"
     memory = options.memory or spec.memory
+    hardened = (options.security or spec.security) == "hardened"
     task_part = safe_name(task_id, 40, sep="-", distinct=False) if task_id else "pool"
     name = f"ac-{safe_name(run_id, 20, sep='-', distinct=False)}-{task_part}-{secrets.token_hex(3)}"
     labels = {LABEL_MANAGED: "1", LABEL_RUN: run_id}
@@ -145,9 +148,9 @@ def plan_container(
         memory_swap=memory,  # no swap: past the limit, the OOM killer acts
         cpus=options.cpus or spec.cpus,
         pids_limit=options.pids_limit or spec.pids_limit,
-        cap_drop=["ALL"],
+        cap_drop=["ALL"] if hardened else [],
         cap_add=list(options.cap_add),
-        security_options=["no-new-privileges"],
+        security_options=["no-new-privileges"] if hardened else [],
         privileged=False,
         read_only=spec.read_only,
         tmpfs=tmpfs,
@@ -157,7 +160,8 @@ def plan_container(
         pull="never",
         remove=exec_dir is not None and not options.keep,
     )
-    return ContainerPlan(name, image, command, create, user, memory, forward_port, autoremove=create["remove"])
+    return ContainerPlan(name, image, command, create, user, memory or "none", forward_port,
+                         autoremove=create["remove"])
 
 
 def run_arguments(plan: ContainerPlan) -> list[str]:
@@ -172,7 +176,8 @@ def run_arguments(plan: ContainerPlan) -> list[str]:
     args += ["--workdir", c["workdir"], "--user", c["user"]]
     for network in c["networks"]:
         args += ["--network", network]
-    args += ["--memory", str(c["memory"]), "--memory-swap", str(c["memory_swap"])]
+    if c["memory"] is not None:
+        args += ["--memory", str(c["memory"]), "--memory-swap", str(c["memory_swap"])]
     if c["cpus"] is not None:
         args += ["--cpus", str(c["cpus"])]
     if c["pids_limit"] is not None:

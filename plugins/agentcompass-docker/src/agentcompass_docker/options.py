@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from agentcompass.errors import UsageError
+from agentcompass.runtime.types import SECURITY_PROFILES
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -14,6 +16,10 @@ _FALSE = {"0", "false", "no", "off", ""}
 EXEC_MODES = ("server", "docker")
 #: The values of ``server``: which exec server containers run with ``exec=server``.
 SERVERS = ("native", "python")
+#: Seconds a build may take when neither the spec nor ``build_timeout`` says.
+DEFAULT_BUILD_TIMEOUT = 3600.0
+#: ``builds`` unset: this machine's CPUs, at most this many.
+MAX_DEFAULT_BUILDS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +49,11 @@ class DockerOptions:
     #: Docker daemon address (like ``DOCKER_HOST``) and CLI context.
     host: str | None = None
     context: str | None = None
-    #: Capabilities to add back (comma-separated, e.g. ``CHOWN,DAC_OVERRIDE``); all are dropped by default.
+    #: The security profile of every container, over what each spec asks (``EnvironmentSpec.security``):
+    #: ``hardened`` (every capability dropped, ``no-new-privileges``) or ``docker`` (Docker's defaults).
+    security: str | None = None
+    #: Capabilities to add (comma-separated, e.g. ``CHOWN,DAC_OVERRIDE``) to the profile's: none under
+    #: ``hardened``, Docker's default set under ``docker``.
     cap_add: tuple[str, ...] = ()
     #: The cgroup containers are created under (``--cgroup-parent``). ``auto``: the cgroup root when the engine
     #: uses the ``cgroupfs`` driver, so that each container competes for CPU as one host process does (under
@@ -67,7 +77,17 @@ class DockerOptions:
     start_timeout: float = 120.0
     close_timeout: float = 60.0
     pull_timeout: float = 600.0
-    build_timeout: float = 3600.0
+    #: Seconds a build may take, over every spec's ``build_timeout``; unset: the spec's, else
+    #: :data:`DEFAULT_BUILD_TIMEOUT`.
+    build_timeout: float | None = None
+    #: Images built at once (the others wait their turn, in the order the run's tasks are queued); unset:
+    #: this machine's CPUs, at most :data:`MAX_DEFAULT_BUILDS`.
+    builds: int | None = None
+
+    @property
+    def build_slots(self) -> int:
+        """Images built at once: ``builds``, else this machine's CPUs (at most :data:`MAX_DEFAULT_BUILDS`)."""
+        return self.builds or max(1, min(MAX_DEFAULT_BUILDS, os.cpu_count() or 1))
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> DockerOptions:
@@ -91,6 +111,14 @@ class DockerOptions:
             )
         if (values.get("prestart") or 0) < 0:
             raise UsageError(f"docker environment option prestart={values['prestart']}: expected 0 or more")
+        if values.get("security") is not None and values["security"] not in SECURITY_PROFILES:
+            raise UsageError(f"docker environment option security={values['security']!r}: expected one of "
+                             f"{', '.join(SECURITY_PROFILES)}")
+        if values.get("builds") is not None and values["builds"] < 1:
+            raise UsageError(f"docker environment option builds={values['builds']}: expected 1 or more")
+        if values.get("build_timeout") is not None and not values["build_timeout"] > 0:
+            raise UsageError(f"docker environment option build_timeout={values['build_timeout']}: expected a "
+                             "positive number of seconds")
         return cls(**values)
 
 

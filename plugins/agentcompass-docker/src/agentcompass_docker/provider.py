@@ -8,7 +8,7 @@ command and file operation in between is a request to the exec server inside the
 along with the next of those). The pieces:
 
 * :mod:`~agentcompass_docker.engine`: the client, its worker threads, what engine errors mean;
-* :mod:`~agentcompass_docker.images`: images by name or built by content hash;
+* :mod:`~agentcompass_docker.images`: images by name or built, keyed by content, bases and build arguments;
 * :mod:`~agentcompass_docker.containers`: creating, removing and finding containers by label;
 * :mod:`~agentcompass_docker.host`: :class:`~agentcompass_docker.host.SessionHost`, what the sessions need from
   this provider (they import it, never this module);
@@ -19,7 +19,8 @@ along with the next of those). The pieces:
   :mod:`~agentcompass_docker.tar`.
 
 Isolation defaults: no network, memory/CPU/process limits from the spec, every capability dropped,
-``no-new-privileges``, never privileged, ``docker-init`` as PID 1.
+``no-new-privileges`` (a spec with ``security="docker"`` keeps Docker's default capabilities instead), never
+privileged, ``docker-init`` as PID 1.
 """
 
 from __future__ import annotations
@@ -120,10 +121,19 @@ class DockerProvider(EnvironmentProvider):
     # -- run set-up ------------------------------------------------------------------------------------
 
     async def setup(self, specs: Iterable[EnvironmentSpec], *, run_id: str) -> None:
+        """Check the engine, resolve the named images (a missing one stops the run here) and start the builds
+        in the background, in the order given (the run's queue order), at most ``builds`` at once: each task
+        waits for its own image only (:meth:`ready`)."""
         self.run_id = run_id
         specs = list(specs)
         await self.check_engine()
-        await asyncio.gather(self.server_binary(), *(self.image_for(spec) for spec in specs))
+        await asyncio.gather(self.server_binary(), *self.images.start(specs))
+
+    async def ready(self, spec: EnvironmentSpec) -> None:
+        """Wait for the spec's image (built or resolved once, however many ask); its build is bounded by the
+        build timeout, not the environment phase's. Shielded: a task cancelled meanwhile leaves the build to
+        the others that wait for it."""
+        await asyncio.shield(self.image_for(spec))
 
     async def plan(self, demand: EnvironmentDemand) -> None:
         """What the run will ask for (called once after :meth:`setup`, before any open): the pool's size
@@ -560,6 +570,7 @@ class DockerProvider(EnvironmentProvider):
         before it exits.
         """
         self.containers.close()  # first of all: no create may start from now on
+        self.images.close()  # builds still running are killed
         for task in self._pool.close():
             task.cancel()  # a pool start cleans up after itself; a started one is removed by the sweep below
         for session in list(self._sessions.values()):
