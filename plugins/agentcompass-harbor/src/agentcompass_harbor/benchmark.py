@@ -5,11 +5,14 @@ agentcompass benchmark.
 
 Per task (:mod:`agentcompass_harbor.config` reads the directory):
 
-* **environment** — ``environment/Dockerfile`` is the image (``docker`` builds it once per run, before any
-  task starts, cached by content hash), else ``[environment] docker_image``; ``cpus``, ``memory_mb``, the
-  network (``network_mode``/``allow_internet``: on unless ``no-network``), ``workdir`` (else the
-  Dockerfile's ``WORKDIR``, else ``/app``), ``env`` and ``[agent] user`` become the
-  :class:`~agentcompass.runtime.EnvironmentSpec`;
+* **environment** — ``environment/Dockerfile`` is the image (``docker`` builds it once per run, cached by
+  content and base image; each task starts when its own image is ready), else ``[environment] docker_image``;
+  ``cpus``, ``memory_mb`` (no limit when not given), the network (``network_mode``/``allow_internet``: on
+  unless ``no-network``), ``workdir`` (else the Dockerfile's ``WORKDIR``, else ``/app``), ``env``,
+  ``build_timeout_sec`` and ``[agent] user`` become the :class:`~agentcompass.runtime.EnvironmentSpec`, with
+  Harbor's container settings (``security="docker"``: Docker's default capabilities, no process limit);
+* **timeouts** — ``[agent] timeout_sec`` and ``[verifier] timeout_sec`` set the run and evaluate phases'
+  timeouts (:meth:`HarborBenchmark.task_timeouts`), unless ``--timeout`` / ``--phase-timeout`` say otherwise;
 * **prepare** — creates ``/logs/agent``, ``/logs/verifier``, ``/logs/artifacts`` and runs the
   ``[environment.healthcheck]``. The agent gets ``instruction.md`` (``instruction()``) and
   ``task.data["agent_timeout_sec"]`` (``[agent] timeout_sec``), the time limit the ``react`` and ``command``
@@ -77,6 +80,8 @@ DEFAULT_IMAGE = "python:3.11-slim"
 #: The verifier's time is cut this much short of the evaluate phase's timeout, so that a verifier that runs
 #: too long ends as a verifier timeout with its output kept, not as a phase timeout without it.
 EVALUATE_SLACK = 15.0
+#: Seconds a phase gets beyond the limit the task declares for what runs in it (copying files in and out).
+PHASE_MARGIN = 45.0
 #: Characters of the verifier's output kept in ``result.artifacts`` and in error messages.
 OUTPUT_TAIL = 4000
 #: Where the fresh evaluation environment holds the collected outputs (under the runtime's ``artifacts/``).
@@ -182,13 +187,24 @@ class HarborBenchmark(BaseBenchmark):
             raise ValueError(f"task {task.task_id!r} has no environment/Dockerfile to build")
         else:
             fields["image"] = self.default_image
-        if config.cpus is not None:
-            fields["cpus"] = config.cpus
-        if config.memory_mb is not None:
-            fields["memory"] = f"{config.memory_mb}m"
+        # Harbor's container settings: Docker's defaults (its capability set, setuid working), the limits
+        # task.toml gives and no others, the declared build timeout.
+        fields.update(security="docker", pids_limit=None, build_timeout=config.build_timeout_sec,
+                      cpus=config.cpus, memory=f"{config.memory_mb}m" if config.memory_mb is not None else None)
         if config.agent_user is not None:
             fields["user"] = config.agent_user
         return EnvironmentSpec(**fields)
+
+    def task_timeouts(self, task: TaskSpec, req: RunRequest) -> dict[str, float]:
+        """The phases a task's declared limits need: ``[verifier] timeout_sec`` (and the time to put the tests
+        in and bring the reward out) for ``evaluate``, ``[agent] timeout_sec`` (and the time to put the
+        solution in) for ``run``. ``--timeout`` and ``--phase-timeout`` still win."""
+        _ = req
+        config = self._task(task).task.config
+        timeouts = {"evaluate": config.verifier_timeout_sec + EVALUATE_SLACK + PHASE_MARGIN}
+        if config.agent_timeout_sec is not None:
+            timeouts["run"] = config.agent_timeout_sec + PHASE_MARGIN
+        return timeouts
 
     # -- layout --------------------------------------------------------------------------------------
 
@@ -369,7 +385,8 @@ class HarborBenchmark(BaseBenchmark):
         if phase is not None and phase - EVALUATE_SLACK < own:
             bound = max(phase - EVALUATE_SLACK, phase * 0.5)
             return bound, (f"the evaluate phase's timeout of {phase:g} s, less a margin; the task allows "
-                           f"{own:g} s: raise it with --phase-timeout evaluate={own + EVALUATE_SLACK + 45:g}")
+                           f"{own:g} s: raise it with --phase-timeout evaluate={own + EVALUATE_SLACK + PHASE_MARGIN:g}"
+                           " or leave it out")
         return own, "the task's [verifier] timeout_sec"
 
     @staticmethod

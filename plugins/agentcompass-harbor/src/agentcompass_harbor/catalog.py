@@ -108,8 +108,6 @@ def unsupported(task: HarborTask) -> list[str]:
         out.append("[verifier.environment] (the verifier runs in the agent's image)")
     if config.verifier_user and config.verifier_user != config.agent_user:
         out.append(f"verifier.user={config.verifier_user} (the verifier runs as the agent's user)")
-    if config.build_timeout_sec != 600.0:
-        out.append(f"build_timeout_sec={config.build_timeout_sec:g} (docker: --env-arg build_timeout=)")
     if any(a.exclude for a in config.artifacts):
         out.append("artifacts[].exclude (the whole path is collected)")
     return out
