@@ -1,5 +1,6 @@
-"""``BuildTurns``: builds start in the order their images were asked for, at most ``slots`` at once, whatever
-order their plans finish in and whichever of them turn out to need no build (no engine needed)."""
+"""Image building without an engine: ``BuildTurns`` (builds start in the order their images were asked for, at
+most ``slots`` at once, whatever order their plans finish in and whichever need no build) and the base images a
+Dockerfile names (part of a built image's cache key)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,14 @@ def test_a_cancelled_waiter_does_not_block_the_next() -> None:
         return started
 
     assert asyncio.run(scenario()) == [2]
+
+
+def test_the_bases_a_dockerfile_names() -> None:
+    from agentcompass_docker.images import dockerfile_bases
+
+    text = ("# syntax=docker/dockerfile:1\nARG PY=3.10\nFROM --platform=linux/amd64 python:${PY}-slim AS build\n"
+            "RUN echo \\\n  hi\nFROM build AS test\nFROM scratch\nCOPY --from=build /a /a\nCOPY --from=0 /b /b\n"
+            "COPY --from=agentcompass-agent:x-1 /opt /opt\nFROM python:3.10-slim\n")
+    assert dockerfile_bases(text) == ["python:3.10-slim", "agentcompass-agent:x-1"]
+    assert dockerfile_bases(text, {"PY": "3.11"}) == ["python:3.11-slim", "agentcompass-agent:x-1", "python:3.10-slim"]
+    assert dockerfile_bases("FROM $BASE\n", {}) == []  # an empty name is no base (the build says what is wrong)

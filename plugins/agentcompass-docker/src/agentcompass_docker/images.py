@@ -73,9 +73,9 @@ _ARG = re.compile(r"\$(?:\{(\w+)(?::?-([^}]*))?\}|(\w+))")
 
 
 def dockerfile_bases(text: str, build_args: Mapping[str, str] | None = None) -> list[str]:
-    """The images a Dockerfile's ``FROM`` lines name, in order, each once: ``ARG`` defaults declared before the
-    first ``FROM`` (or ``build_args``) substituted; earlier stages (``FROM ... AS name``) and ``scratch`` left
-    out."""
+    """The images a Dockerfile's ``FROM`` lines (and ``COPY --from=IMAGE``) name, in order, each once: ``ARG``
+    defaults declared before the first ``FROM`` (or ``build_args``) substituted; earlier stages (``FROM ... AS
+    name``, or their number) and ``scratch`` left out."""
     args: dict[str, str] = {}
     given = dict(build_args or {})
     stages: set[str] = set()
@@ -97,10 +97,17 @@ def dockerfile_bases(text: str, build_args: Mapping[str, str] | None = None) -> 
             ref = _ARG.sub(lambda m: args.get(m.group(1) or m.group(3), m.group(2) or ""), rest[0])
             if len(rest) >= 3 and rest[1].upper() == "AS":
                 stages.add(rest[2].lower())
-            if ref.lower() in stages or ref.lower() == "scratch" or ref in bases:
-                continue
-            bases.append(ref)
+            _add_base(bases, stages, ref)
+        elif keyword in ("COPY", "ADD"):
+            for word in words[1:]:
+                if word.startswith("--from="):
+                    _add_base(bases, stages, word.removeprefix("--from="))
     return bases
+
+
+def _add_base(bases: list[str], stages: set[str], ref: str) -> None:
+    if ref and ref.lower() not in stages and ref.lower() != "scratch" and not ref.isdigit() and ref not in bases:
+        bases.append(ref)
 
 
 def image_key(context_digest: str, bases: Mapping[str, str], build_args: Mapping[str, str]) -> str:
