@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from agentcompass.errors import PluginError
-from agentcompass.lifecycle import DEFAULT_TIMEOUTS
 from agentcompass.resolve import phase_timeouts
 from agentcompass.runtime import BaseBenchmark, RunRequest, RunResult, TaskSpec, TaskStatus
+from agentcompass.runtime.phases import DEFAULT_TIMEOUTS
 from agentcompass.testing import run_benchmark
 from hypothesis import given
 from hypothesis import strategies as st

@@ -146,10 +146,10 @@ async def test_a_rebuilt_base_image_is_not_served_from_a_stale_build(tmp_path: P
 async def test_declared_timeouts_apply_over_the_phase_defaults(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The phases' defaults are made short here (as 600 s is short of TB2's 900 s verifiers): a task that
     declares more gets what it declares; ``--phase-timeout`` given explicitly still wins."""
-    from agentcompass import lifecycle
+    from agentcompass.runtime.phases import DEFAULT_TIMEOUTS
 
-    monkeypatch.setitem(lifecycle.DEFAULT_TIMEOUTS, "evaluate", 4.0)
-    monkeypatch.setitem(lifecycle.DEFAULT_TIMEOUTS, "run", 4.0)
+    monkeypatch.setitem(DEFAULT_TIMEOUTS, "evaluate", 4.0)
+    monkeypatch.setitem(DEFAULT_TIMEOUTS, "run", 4.0)
     root = tmp_path / "tasks"
     write_task(
         root, "slow-but-declared",
