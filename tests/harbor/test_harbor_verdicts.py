@@ -20,8 +20,8 @@ import pytest
 from agentcompass.runtime import TaskStatus
 from agentcompass.testing import run_benchmark
 
-from tests.docker.engine_check import require_engine
 from tests.harbor.taskdirs import REWARD_BY_EXIT, write_task
+from tests.helpers.docker_engine import require_engine
 
 pytestmark = pytest.mark.docker
 
