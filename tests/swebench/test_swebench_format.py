@@ -4,10 +4,12 @@ prediction files, the instruction, and grading by the package's own functions.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from agentcompass.errors import UsageError
+from agentcompass.resolve import task_timeouts
 from agentcompass.runtime import HarnessFreeBenchmark, PreparedTask, RunRequest
 from agentcompass_swebench.benchmark import SWEBench, SWEBenchPredictions, make_swebench
 from agentcompass_swebench.dataset import Instance, check_instance
@@ -49,6 +51,18 @@ def test_loads_instances_with_category_and_instruction(swebench_rows: Suite) -> 
     assert "Hints" not in text and "diff --git" not in text  # neither the gold patch nor the tests
     hinted = SWEBench(dataset=str(swebench_rows.dataset), hints="true")
     assert hinted.instruction(calc, PreparedTask(calc.task_id)).endswith("Hints:\nLook at the operator in add().\n")
+
+
+def test_each_instance_declares_an_evaluate_phase_that_fits_the_official_test_timeout(swebench_rows: Suite) -> None:
+    req = RunRequest("swebench", "nop", "mock", environment="docker")
+    tasks = list(SWEBench(dataset=str(swebench_rows.dataset)).load_tasks(req))
+    merged = task_timeouts(SWEBench(dataset=str(swebench_rows.dataset)), req, tasks)
+    assert {merged[t.task_id]["evaluate"] for t in tasks} == {1800 + 60}  # upstream's 1800 s, plus the slack
+    short = task_timeouts(SWEBench(dataset=str(swebench_rows.dataset), eval_timeout="30"), req, tasks)
+    assert {short[t.task_id]["evaluate"] for t in tasks} == {90}
+    explicit = replace(req, phase_timeouts={"evaluate": 120.0})  # the user's flag still wins
+    assert {task_timeouts(SWEBench(dataset=str(swebench_rows.dataset)), explicit, tasks)[t.task_id]["evaluate"]
+            for t in tasks} == {120}
 
 
 def test_refuses_the_local_environment(swebench_rows: Suite) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -169,6 +169,12 @@ class SWEBench(BaseBenchmark):
                 refs = {i.instance_id: self.settings.naming.ref(i) for i in selected}
                 self._missing = self.settings.images.ensure(selected, refs)
         return self._missing
+
+    def task_timeouts(self, task: TaskSpec, req: RunRequest) -> Mapping[str, float]:
+        """The evaluate phase each instance needs: the eval script's timeout (``-b eval_timeout=``, upstream's
+        1800 s) plus the slack for applying the patch and grading, so the official test timeout applies as
+        declared. An explicit ``--phase-timeout evaluate=`` still wins (and then caps the script)."""
+        return {"evaluate": self.settings.eval_timeout + EVALUATE_SLACK}
 
     def environment_spec(self, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
         instance = self._instance(task)
