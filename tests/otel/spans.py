@@ -44,7 +44,7 @@ def check_run_tree(spans: list[ReceivedSpan], run_dir: Path) -> dict[str, Any]:
     primary = summary["primary_metric"]
     assert root.attributes.get("agentcompass.score") == summary["metrics"]["overall"][primary]["mean"]
 
-    attempts = [s for s in mine if s.parent_id == root.span_id]
+    attempts = [s for s in mine if s.parent_id == root.span_id and s.name.startswith("task ")]
     finals = {(r["task_id"], r["trial"], r["attempt"]): r for r in jsonl(run_dir / "results.jsonl")}
     retried = {(r["task_id"], r["trial"], r["attempt"]): r for r in jsonl(run_dir / "attempts.jsonl")}
     seen = {(s.attributes["agentcompass.task.id"], s.attributes["agentcompass.trial"],

@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,8 @@ MAX_ERROR = 1000
 QUEUE_SIZE = 65536
 #: How long the run's end waits for its spans to be exported.
 FLUSH_MILLIS = 15_000
+#: Finished attempts remembered for model calls still in flight when their attempt ended (a timeout).
+KEPT_FINISHED = 4096
 PHASES = {"PREPARING": "prepare", "RUNNING": "run", "COLLECTING": "collect", "EVALUATING": "evaluate"}
 SERVICE_NAME = "agentcompass"
 
@@ -120,6 +123,8 @@ class RunTrace:
     roles: Mapping[str, str]
     primary: str | None
     attempts: dict[tuple[str, int, int], _Attempt] = attrs.field(factory=dict)
+    #: The last :data:`KEPT_FINISHED` attempts that ended, for the model calls that end after them.
+    finished: OrderedDict[tuple[str, int, int], _Attempt] = attrs.field(factory=OrderedDict)
 
     def _context(self, span: Span) -> Any:
         from opentelemetry import trace
@@ -149,9 +154,13 @@ class RunTrace:
                     "agentcompass.phase": name, "agentcompass.task.id": event.task_id}, start_time=start)
                 attempt.phases.append((start, attempt.phase))
             return
-        found = self.attempts.pop((event.task_id, event.trial, event.attempt), None)
+        key = (event.task_id, event.trial, event.attempt)
+        found = self.attempts.pop(key, None)
         if found is None:
             return
+        self.finished[key] = found
+        if len(self.finished) > KEPT_FINISHED:
+            self.finished.popitem(last=False)
         self._end_attempt(found, event.status or "", event.error, event.metrics, retried=event.event == "task.retry")
 
     def _end_attempt(self, attempt: _Attempt, status: str, error: str | None, metrics: Mapping[str, float],
@@ -177,12 +186,13 @@ class RunTrace:
     def model_call(self, event: ModelCallEvent) -> None:
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
-        attempt = self.attempts.get((event.task_id, event.trial, event.attempt))
+        key = (event.task_id, event.trial, event.attempt)
+        attempt = self.attempts.get(key) or self.finished.get(key)
         start = _ns(event.started_at)
         parent = self.root
         if attempt is not None:
             begun = [span for started, span in attempt.phases if started <= start]
-            parent = begun[-1] if begun else (attempt.phase or attempt.span)
+            parent = begun[-1] if begun else attempt.span
         model_id = self.roles.get(event.role, event.model)
         system = provider_of(model_id)
         attributes: dict[str, Any] = {
@@ -205,7 +215,7 @@ class RunTrace:
             attributes["agentcompass.ttft_s"] = event.ttft_s
         if event.cost_usd is not None:
             attributes["agentcompass.cost_usd"] = event.cost_usd
-        if attempt is None or attempt.phase is None:
+        if key not in self.attempts or attempt is None or attempt.phase is None:
             # A call that ended after its attempt did (a gateway call still in flight when a timeout ended the
             # run phase): shown, though the attempt's recorded trajectory ended without it.
             attributes["agentcompass.after_attempt_end"] = True
