@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import socket
 import string
@@ -179,7 +180,8 @@ def test_an_unreachable_endpoint_stops_the_run_at_once_and_says_why(tmp_path: Pa
     summary = json.loads((out / "summary.json").read_text())
     assert cause in summary["stopped_reason"]
     assert cause in proc.stdout + proc.stderr
-    assert "503" not in proc.stdout + proc.stderr
+    # No HTTP 503 of the gateway's is reported (a seed, port or run id may hold the digits inside a longer word).
+    assert not re.search(r"(?<![\w.])503(?![\w.])", proc.stdout + proc.stderr)
     # The tasks in flight (-c 8) stay unfinished (attempts, resumable), never final errors.
     assert read_jsonl(out / "results.jsonl") == []
     results = read_jsonl(out / "attempts.jsonl")
