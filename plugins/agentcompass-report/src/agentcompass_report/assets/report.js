@@ -842,6 +842,7 @@
   build();
   if (LIVE) { runs.forEach(function (r) { r.replaced = 0; }); poll(); }
   probe.rows = function () { return table.length; };
+  probe.finished = function () { return table.filter(function (o) { return !o.unfinished; }).length; };
   probe.shown = function () { return filtered.length; };
   probe.ready = true;
   probe.readyAt = performance.now();
