@@ -144,6 +144,95 @@ def test_responses_to_canonical_and_back(items: Any, instructions: Any, max_outp
     assert codec.render_request(codec.parse_request(body), "m") == body
 
 
+# -- Gemini -------------------------------------------------------------------------------------------------
+
+signatures = st.from_regex(r"[A-Za-z0-9+/]{8,16}", fullmatch=True)
+
+
+@st.composite
+def gemini_contents(draw: st.DrawFn) -> list[dict[str, Any]]:
+    contents: list[dict[str, Any]] = []
+    pending: list[tuple[str, str]] = []
+    for turn in range(draw(st.integers(1, 6))):
+        if turn % 2 == 0:  # user: the answers to the last turn's calls, then text or an image
+            parts: list[dict[str, Any]] = [
+                {"functionResponse": {"id": i, "name": n, "response": {draw(st.sampled_from(["output", "error"])):
+                                                                       draw(words)}}} for n, i in pending]
+            rest = draw(st.lists(st.one_of(
+                st.builds(lambda t: {"text": t}, words),
+                st.builds(lambda d: {"inlineData": {"mimeType": "image/png", "data": d}},
+                          st.from_regex(r"[A-Za-z0-9+/]{4,12}=", fullmatch=True))), max_size=2))
+            contents.append({"role": "user", "parts": parts + (rest or ([] if parts else [{"text": draw(words)}]))})
+            pending = []
+        else:  # model: thoughts, at most one text, calls
+            parts = [{"text": draw(words), "thought": True,
+                      **({"thoughtSignature": draw(signatures)} if draw(st.booleans()) else {})}
+                     for _ in range(draw(st.integers(0, 2)))]
+            if draw(st.booleans()):
+                parts.append({"text": draw(words)})
+            calls = [{"functionCall": {"id": f"{i}_{turn}", "name": draw(names), "args": draw(arguments)},
+                      **({"thoughtSignature": draw(signatures)} if draw(st.booleans()) else {})}
+                     for i in draw(st.lists(ids, max_size=2, unique=True))]
+            if not parts and not calls:
+                parts.append({"text": draw(words)})
+            pending = [(c["functionCall"]["name"], c["functionCall"]["id"]) for c in calls]
+            contents.append({"role": "model", "parts": parts + calls})
+    return contents
+
+
+@SETTINGS
+@given(contents=gemini_contents(), system=st.lists(words, max_size=2),
+       tools=st.lists(st.builds(lambda n, d: {"name": n, "description": d, "parametersJsonSchema": {
+           "type": "object", "properties": {"x": {"type": "string"}}}}, names, words),
+           max_size=2, unique_by=lambda t: t["name"]),
+       mode=st.sampled_from(["AUTO", "ANY", "NONE"]),
+       config=st.fixed_dictionaries({}, optional={
+           "temperature": st.floats(0, 2), "topP": st.floats(0, 1), "topK": st.integers(1, 64),
+           "maxOutputTokens": st.integers(1, 65536), "stopSequences": st.lists(words, min_size=1, max_size=2),
+           "seed": st.integers(0, 2**31), "thinkingConfig": st.builds(
+               lambda b, i: {"thinkingBudget": b, "includeThoughts": i}, st.integers(-1, 4096), st.booleans()),
+           "responseMimeType": st.just("application/json")}))
+def test_gemini_to_canonical_and_back(contents: Any, system: Any, tools: Any, mode: str, config: Any) -> None:
+    body: dict[str, Any] = {"contents": contents}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": t} for t in system]}
+    if tools:
+        body["tools"] = [{"functionDeclarations": tools}]
+        body["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
+    if config:
+        body["generationConfig"] = config
+    codec = CODECS["gemini"]
+    canonical = codec.parse_request(json.loads(json.dumps({**body, "model": "gemini-x"})))
+    assert canonical.model == "gemini-x" and not canonical.dropped
+    assert codec.render_request(canonical, "m") == body
+    json.dumps(canonical.messages)  # the record is plain JSON
+
+
+def test_gemini_calls_without_ids_are_matched_by_name_and_openapi_schemas_lowered() -> None:
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}},
+                                    {"functionCall": {"name": "cat", "args": {"path": "a"}}},
+                                    {"functionCall": {"name": "ls", "args": {"dir": "b"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "cat", "response": {"content": "A"}}},
+                                   {"functionResponse": {"name": "ls", "response": {"output": "x"}}},
+                                   {"functionResponse": {"name": "ls", "response": {"error": "no b"}}}]}],
+        "tools": [{"functionDeclarations": [{"name": "ls", "parameters": {
+            "type": "OBJECT", "properties": {"dir": {"type": "STRING"}, "n": {"type": "ARRAY", "items": {
+                "type": "INTEGER"}}}}}]}, {"googleSearch": {}}]}
+    canonical = CODECS["gemini"].parse_request(body)
+    calls = canonical.messages[1]["tool_calls"]
+    assert [c["function"]["name"] for c in calls] == ["ls", "cat", "ls"]
+    assert len({c["id"] for c in calls}) == 3
+    tools = canonical.messages[2:]
+    assert [(t["tool_call_id"], t["content"], t.get("is_error", False)) for t in tools] == [
+        (calls[1]["id"], '{"content": "A"}', False), (calls[0]["id"], "x", False), (calls[2]["id"], "no b", True)]
+    assert canonical.tools[0]["function"]["parameters"] == {
+        "type": "object", "properties": {"dir": {"type": "string"}, "n": {"type": "array", "items": {
+            "type": "integer"}}}}
+    assert canonical.dropped == ("tool googleSearch",)
+
+
 # -- across protocols: the canonical conversation survives a trip through each -------------------------------
 
 
@@ -178,7 +267,7 @@ def _normal(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @SETTINGS
-@given(messages=canonical_conversations(), protocol=st.sampled_from(["anthropic", "responses", "chat"]))
+@given(messages=canonical_conversations(), protocol=st.sampled_from(["anthropic", "responses", "chat", "gemini"]))
 def test_a_canonical_conversation_survives_every_protocol(messages: Any, protocol: str) -> None:
     codec = CODECS[protocol]
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
@@ -199,7 +288,7 @@ answers = st.builds(
 
 
 @SETTINGS
-@given(message=answers, protocol=st.sampled_from(["anthropic", "responses", "chat"]),
+@given(message=answers, protocol=st.sampled_from(["anthropic", "responses", "chat", "gemini"]),
        usage=st.builds(Usage, st.integers(0, 10**6), st.integers(0, 10**6)))
 def test_an_answer_survives_every_protocol_whole_and_streamed(message: Any, protocol: str, usage: Usage) -> None:
     codec = CODECS[protocol]

@@ -1,14 +1,16 @@
 """The run's model gateway: the model endpoints code running inside environments calls, in every vendor's
 protocol — OpenAI chat completions (``/v1/chat/completions``), Anthropic Messages (``/v1/messages``,
-``/v1/messages/count_tokens``), OpenAI Responses (``/v1/responses``) and ``GET /v1/models`` in both vendors'
-shapes — streamed or not.
+``/v1/messages/count_tokens``), OpenAI Responses (``/v1/responses``), the Gemini API
+(``/v1beta/models/{model}:generateContent``, ``:streamGenerateContent?alt=sse``, ``:countTokens``) and
+``GET /v1/models`` in both OpenAI's and Anthropic's shapes — streamed or not.
 
 It listens on loopback TCP (or on the address ``--gateway-host`` names, for a remote executor's workers on
 other machines) and on a Unix socket (which isolated environments mount). Each task attempt gets
 its own bearer token, valid only while the attempt runs; provider credentials stay in this process. Every
 call goes through the attempt's metered clients, so it lands in the trajectory like an in-process call.
 
-The attempt's token is accepted as ``Authorization: Bearer``, ``x-api-key`` (Anthropic) or ``x-goog-api-key``.
+The attempt's token is accepted as ``Authorization: Bearer``, ``x-api-key`` (Anthropic), ``x-goog-api-key`` or
+``?key=`` (Gemini; the query is never logged nor recorded).
 
 Routing: the request's ``model`` selects the role — a role name (``agent``, ``user``, ``judge``), the model id
 the role's endpoint advertises, its bare name, or an alias (``--model-alias NAME=ROLE``); any other name (the
@@ -105,6 +107,7 @@ class ModelGateway:
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/v1/responses", self._protocol_handler("responses", "responses"))
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post(r"/{version:v1beta|v1|v1alpha}/models/{target}", self._gemini)
         app.router.add_get("/v1/stream", self._multiplexed)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
@@ -217,6 +220,9 @@ class ModelGateway:
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         return await gateway_serving.count_tokens(self, request)
+
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        return await gateway_serving.serve_gemini(self, request)
 
     @property
     def redactor(self) -> Redactor:

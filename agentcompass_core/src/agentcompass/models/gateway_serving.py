@@ -98,6 +98,11 @@ def _log_dropped(protocol: str, dropped: tuple[str, ...]) -> None:
         get_logger(component="gateway").info("gateway.translation_dropped", protocol=protocol, dropped=new)
 
 
+def endpoint_of(protocol: str, path: str) -> str:
+    """The endpoint a call records: the path the agent called (without the query, which may hold a key)."""
+    return f"/{path}" if protocol == "gemini" else f"/v1/{path}"  # Gemini's paths hold their API version
+
+
 def _params(request: CanonicalRequest) -> dict[str, Any]:
     return {k: v for k, v in request.params.items() if k in TRANSLATED_PARAMS}
 
@@ -124,14 +129,25 @@ async def answer(gateway: ModelGateway, grant: Grant, protocol: str, path: str, 
     client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
     try:
         response = await client.chat(canonical.messages, tools=canonical.tools or None, protocol=protocol,
-                                     endpoint=f"/v1/{path}", **_params(canonical))
+                                     endpoint=endpoint_of(protocol, path), **_params(canonical))
     except Exception as exc:
         return _failure(gateway, codec, role, exc)
     rendered = codec.render_response(response, grant.model_ids[role])
     return 200, gateway.redactor.data(rendered), None
 
 
-async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path: str) -> web.StreamResponse:
+@attrs.frozen
+class UrlFacts:
+    """What a protocol says in the URL rather than the body (Gemini: the model, streaming, ``alt=sse``)."""
+
+    model: str
+    stream: bool
+    query: Mapping[str, str] = attrs.field(factory=dict)
+    version: str = "v1beta"
+
+
+async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path: str,
+                url: UrlFacts | None = None) -> web.StreamResponse:
     codec = CODECS[protocol]
     grant = gateway.authorise(request)
     if grant is None:
@@ -139,6 +155,8 @@ async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path
                      "authentication_error")
     try:
         body = await _body(request)
+        if url is not None and isinstance(body, Mapping):
+            body = {**body, "model": url.model, "stream": url.stream}
         canonical = codec.parse_request(body)
     except ProtocolError as exc:
         return _json(codec, exc.status, str(exc), exc.kind)
@@ -151,8 +169,10 @@ async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path
     via_client = request.headers.get(VIA_HEADER, "") == "client"
     client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
     if protocol in client.inner.native_protocols:
-        native = NativeRequest(protocol, path, body, {h: request.headers[h] for h in FORWARDED_HEADERS
-                                                      if h in request.headers}, canonical.stream)
+        sent = body if url is None else {k: v for k, v in body.items() if k not in ("model", "stream")}
+        native = NativeRequest(protocol, path, sent, {h: request.headers[h] for h in FORWARDED_HEADERS
+                                                      if h in request.headers}, canonical.stream,
+                               dict(url.query) if url is not None else {})
         return await _passthrough(gateway, request, codec, canonical, client, native, role)
     if not canonical.stream:
         status, payload, headers = await answer(gateway, grant, protocol, path, body, via_client)
@@ -164,7 +184,7 @@ async def _stream_translated(gateway: ModelGateway, request: web.Request, codec:
                              client: MeteredModel, role: str, model_id: str, path: str) -> web.StreamResponse:
     mask = gateway.redactor.text
     events = client.stream(canonical.messages, tools=canonical.tools or None, protocol=codec.name,
-                           endpoint=f"/v1/{path}", **_params(canonical))
+                           endpoint=endpoint_of(codec.name, path), **_params(canonical))
     async with contextlib.aclosing(events):
         try:  # the first piece before any byte: a call refused at once is an HTTP error, not a broken stream
             first = await anext(events)
@@ -199,7 +219,8 @@ async def _passthrough(gateway: ModelGateway, request: web.Request, codec: Codec
     """Send the agent's request to a provider of its own protocol; meter what comes back."""
     mask = gateway.redactor.text
     try:
-        call = client.begin(canonical.messages, canonical.tools, protocol=codec.name, endpoint=f"/v1/{native.path}",
+        call = client.begin(canonical.messages, canonical.tools, protocol=codec.name,
+                            endpoint=endpoint_of(codec.name, native.path),
                             stream=native.stream, passthrough=True)
     except Exception as exc:
         status, payload, headers = _failure(gateway, codec, role, exc)
@@ -311,26 +332,60 @@ def estimate_tokens(canonical: CanonicalRequest) -> int:
     return max(1, size // 4)
 
 
-async def count_tokens(gateway: ModelGateway, request: web.Request) -> web.StreamResponse:
-    """``POST /v1/messages/count_tokens``: the provider's count when it speaks Anthropic, else an estimate."""
-    codec = CODECS["anthropic"]
+async def count_tokens(gateway: ModelGateway, request: web.Request, protocol: str = "anthropic",
+                       url: UrlFacts | None = None) -> web.StreamResponse:
+    """``POST /v1/messages/count_tokens`` (or Gemini's ``:countTokens``): the provider's count when it speaks
+    the protocol, else an estimate."""
+    codec = CODECS[protocol]
     grant = gateway.authorise(request)
     if grant is None:
         return _json(codec, 401, "invalid or expired token (tokens end with their task attempt)",
                      "authentication_error")
     try:
         body = await _body(request)
-        canonical = codec.parse_request({**body, "max_tokens": 1} if isinstance(body, dict) else body)
+        if not isinstance(body, dict):
+            raise ProtocolError("the request body must be a JSON object")
+        if protocol == "gemini":
+            inner_body = body.get("generateContentRequest") or {"contents": body.get("contents") or []}
+            canonical = codec.parse_request({**inner_body, "model": url.model if url else ""})
+            path = f"{url.version if url else 'v1beta'}/models/{url.model if url else ''}:countTokens"
+        else:
+            canonical = codec.parse_request({**body, "max_tokens": 1})
+            path = "messages/count_tokens"
     except ProtocolError as exc:
         return _json(codec, exc.status, str(exc), exc.kind)
     role = gateway.route(grant, canonical.model)
     inner = grant.clients[role].inner if role is not None else None
-    if inner is not None and "anthropic" in inner.native_protocols:
+    if inner is not None and protocol in inner.native_protocols:
         try:
-            reply = await inner.native(NativeRequest("anthropic", "messages/count_tokens", body, {
+            reply = await inner.native(NativeRequest(protocol, path, body, {
                 h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers}))
         except ModelError as exc:
             return _json(codec, exc.status or 502, gateway.redactor.text(str(exc)))
         return web.Response(body=gateway.redactor.text(reply.body.decode()).encode(), status=reply.status,
                             content_type="application/json")
-    return web.json_response({"input_tokens": estimate_tokens(canonical)})
+    count = estimate_tokens(canonical)
+    return web.json_response({"totalTokens": count} if protocol == "gemini" else {"input_tokens": count})
+
+
+#: The Gemini methods (``models/NAME:METHOD``) the gateway answers.
+GEMINI_METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+
+
+async def serve_gemini(gateway: ModelGateway, request: web.Request) -> web.StreamResponse:
+    """``POST /v1beta/models/{model}:{method}``: Gemini's generate, streamed generate (``alt=sse``) and count."""
+    model, _, method = request.match_info["target"].partition(":")
+    version = request.match_info.get("version", "v1beta")
+    codec = CODECS["gemini"]
+    if method not in GEMINI_METHODS:
+        return _json(codec, 404, f"unknown Gemini method {method!r}: this gateway answers "
+                     f"{', '.join(GEMINI_METHODS)}")
+    if method == "countTokens":
+        return await count_tokens(gateway, request, "gemini", UrlFacts(model, False, version=version))
+    stream = method == "streamGenerateContent"
+    if stream and request.query.get("alt") != "sse":
+        return _json(codec, 400, "streamGenerateContent needs ?alt=sse here (server-sent events); the JSON-array "
+                     "stream is not served")
+    query = {"alt": "sse"} if stream else {}
+    return await serve(gateway, request, "gemini", f"{version}/models/{model}:{method}",
+                       UrlFacts(model, stream, query, version))

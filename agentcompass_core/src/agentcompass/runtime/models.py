@@ -173,7 +173,8 @@ class NativeRequest:
 
     :param protocol: ``"anthropic"``, ``"responses"``, ``"chat"`` or ``"gemini"``.
     :param path: the endpoint below the API root (``"messages"``, ``"messages/count_tokens"``,
-        ``"responses"``, ``"chat/completions"``, ``"models/NAME:streamGenerateContent"``).
+        ``"responses"``, ``"chat/completions"``, ``"v1beta/models/NAME:streamGenerateContent"`` — Gemini's
+        paths start with their API version).
     :param body: the request body as the agent sent it; the client puts its own model name in.
     :param headers: protocol headers worth forwarding (``anthropic-version``, ``anthropic-beta``, ...);
         never credentials.
