@@ -103,6 +103,7 @@ OPTION_NAMES = {
     "environment": "--env", "environment_args": "--env-arg", "benchmark_args": "-b/--benchmark-arg",
     "harness_args": "--harness-arg", "model_args": "-m/--model-arg", "role_models": "--user-model/--judge-model",
     "limit": "-n/--limit", "task_ids": "-t/--task-id", "max_tokens_per_task": "--max-tokens-per-task",
+    "role_settings": "[models.ROLE] settings (--config)",
 }
 _DEFAULT_REQUEST = RunRequest(benchmark="", harness="", model="")
 

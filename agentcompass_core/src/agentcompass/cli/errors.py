@@ -47,6 +47,8 @@ def exit_code_of(exc: AgentCompassError) -> ExitCode:
 def cli_errors() -> Iterator[None]:
     try:
         yield
+    except click.ClickException:
+        raise  # already a CLI error
     except AgentCompassError as exc:
         raise CLIError(str(exc), exit_code=exit_code_of(exc)) from None
     except Exception as exc:

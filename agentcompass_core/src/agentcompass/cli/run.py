@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,14 @@ import click
 from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
 from agentcompass.exit_codes import ExitCode
+from agentcompass.run_config import (
+    OPTION_KEYS,
+    RunConfig,
+    RunOptions,
+    load_run_config,
+    option_flag,
+    plugin_version_changes,
+)
 from agentcompass.runtime.types import RunRequest
 
 #: Set (to ``1``) by ``run --otel``: the ``otel`` plugin (agentcompass-otel) traces runs while it is set.
@@ -25,81 +32,81 @@ OTEL_ENV = "AGENTCOMPASS_OTEL"
 OTEL_PLUGIN = "otel"
 
 DEFAULTS = RunRequest(benchmark="", harness="", model="")
-REQUEST_FIELDS = frozenset(f.name for f in fields(RunRequest))
 
-#: ``(field, click option declarations, extra click keywords)``. Options of KEY=VALUE pairs end in ``_args``.
+#: ``(option key, short flags, extra click keywords)``: the long flag is the key's (:func:`option_flag`), the
+#: default the request field's. Tables (``*_args``, ``phase_timeouts``, ``model_aliases``) are KEY=VALUE options.
 RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
-    ("environment", ("--env", "-e"), {"help": "Environment kind (local, docker, ...)."}),
-    ("environment_args", ("--env-arg",), {"help": "Option for the environment."}),
-    ("benchmark_args", ("--benchmark-arg", "-b"), {"help": "Option for the benchmark."}),
-    ("harness_args", ("--harness-arg",), {"help": "Option for the harness."}),
-    ("model_args", ("--model-arg", "-m"), {"help": "Generation setting or option of the agent's model."}),
-    ("model_aliases", ("--model-alias",),
+    ("env", ("-e",), {"help": "Environment kind (local, docker, ...)."}),
+    ("env_args", (), {"help": "Option for the environment."}),
+    ("benchmark_args", ("-b",), {"help": "Option for the benchmark."}),
+    ("harness_args", (), {"help": "Option for the harness."}),
+    ("model_args", ("-m",), {"help": "Generation setting or option of the agent's model."}),
+    ("model_aliases", (),
      {"metavar": "NAME=ROLE",
       "help": "Route the model NAME an agent asks for (claude-haiku-4-5, ...) to ROLE (agent, user, judge); "
               "unknown names go to the agent role."}),
-    ("executor", ("--executor",), {"help": "Where attempts run (see 'agentcompass plugins list')."}),
-    ("executor_args", ("--executor-arg",), {"help": "Option for the executor."}),
-    ("gateway_host", ("--gateway-host",),
+    ("executor", (), {"help": "Where attempts run (see 'agentcompass plugins list')."}),
+    ("executor_args", (), {"help": "Option for the executor."}),
+    ("gateway_host", (),
      {"help": "Address the model gateway listens on; a non-loopback one (0.0.0.0) lets workers on other "
               "machines reach it (--executor ray), with per-attempt tokens."}),
-    ("trials", ("--trials",), {"type": int, "help": "Runs of each task; with --resume, more extends a run."}),
-    ("seed", ("--seed",), {"type": int, "help": "The run's seed (default: a fresh one, recorded in run.json)."}),
-    ("concurrency", ("--concurrency", "-c"), {"type": int, "help": "Tasks run at once."}),
-    ("max_environments", ("--max-environments",),
+    ("trials", (), {"type": int, "help": "Runs of each task; with --resume, more extends a run."}),
+    ("seed", (), {"type": int, "help": "The run's seed (default: a fresh one, recorded in run.json)."}),
+    ("concurrency", ("-c",), {"type": int, "help": "Tasks run at once."}),
+    ("max_environments", (),
      {"type": int, "help": "Live environments at once (default: no bound beyond --concurrency)."}),
-    ("limit", ("--limit", "-n"), {"type": int, "help": "Run only the first N tasks."}),
-    ("task_ids", ("--task-id", "-t"), {"multiple": True, "help": "Run only this task (repeatable)."}),
-    ("retries", ("--retries",),
+    ("limit", ("-n",), {"type": int, "help": "Run only the first N tasks."}),
+    ("task_ids", ("-t",), {"multiple": True, "help": "Run only this task (repeatable)."}),
+    ("retries", (),
      {"type": int, "help": "Re-run an attempt after an infrastructure failure (environment start, timeout)."}),
-    ("timeout", ("--timeout",), {"type": float, "help": "Seconds for a task's run phase (default 3600)."}),
-    ("phase_timeouts", ("--phase-timeout",),
+    ("timeout", (), {"type": float, "help": "Seconds for a task's run phase (default 3600)."}),
+    ("phase_timeouts", (),
      {"metavar": "PHASE=SECONDS",
       "help": "Seconds for one phase: environment, prepare, run, collect, evaluate, close."}),
-    ("model_base_url", ("--model-base-url",),
-     {"help": "Base URL of the model's API (e.g. http://127.0.0.1:8000/v1 for vLLM); for openai also "
-              "$OPENAI_BASE_URL."}),
-    ("model_api_key_env", ("--model-api-key-env",),
+    ("model_base_url", (),
+     {"help": "Base URL of the agent model's API (e.g. http://127.0.0.1:8000/v1 for vLLM); for openai also "
+              "$OPENAI_BASE_URL. Other roles: [models.ROLE] base_url in a --config file."}),
+    ("model_api_key_env", (),
      {"metavar": "VAR", "help": "Environment variable holding the model's API key (openai: OPENAI_API_KEY; "
                                 "openai-compatible: none unless given)."}),
-    ("max_retries", ("--max-retries",),
+    ("max_retries", (),
      {"type": click.IntRange(min=0), "help": "Retries of a model call on 429, 5xx, connection errors and timeouts."}),
-    ("max_connections", ("--max-connections",),
+    ("max_connections", (),
      {"type": click.IntRange(min=1), "help": "Concurrent HTTP connections per model provider."}),
-    ("request_timeout", ("--request-timeout",),
+    ("request_timeout", (),
      {"type": click.FloatRange(min=0, min_open=True), "help": "Seconds allowed per model request."}),
-    ("max_tokens_per_task", ("--max-tokens-per-task",),
+    ("max_tokens_per_task", (),
      {"type": click.IntRange(min=1),
       "help": "Stop a task (LIMIT_REACHED) once its agent and user models used this many tokens."}),
-    ("max_cost", ("--max-cost",),
+    ("max_cost", (),
      {"type": click.FloatRange(min=0, min_open=True), "metavar": "USD",
       "help": "Stop the run once its model calls cost this much (needs known prices)."}),
-    ("secret_env", ("--secret-env",),
+    ("secret_env", (),
      {"multiple": True, "metavar": "VAR",
       "help": "Mask this variable's value in everything the run writes (repeatable); credential-named "
               "variables (*_API_KEY, *_TOKEN, *_SECRET, ...) are masked without it."}),
-    ("prices", ("--prices",),
+    ("prices", (),
      {"type": click.Path(dir_okay=False), "metavar": "FILE",
       "help": "JSON price table (USD per 1M input/output tokens) extending the built-in one; also "
               "$AGENTCOMPASS_PRICES."}),
 ]
 
 
-def _pairs_option(field: str) -> bool:
-    return field.endswith("_args") or field in ("phase_timeouts", "model_aliases")
+def _pairs_option(key: str) -> bool:
+    return key.endswith("_args") or key in ("phase_timeouts", "model_aliases")
 
 
 def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Apply every option of :data:`RUN_OPTIONS`, each defaulting to its request field's default."""
-    for field, decls, extra in reversed(RUN_OPTIONS):
-        assert field in REQUEST_FIELDS, field
+    for key, short, extra in reversed(RUN_OPTIONS):
+        field = OPTION_KEYS[key]
         kwargs = dict(extra)
-        if _pairs_option(field):
+        if _pairs_option(key):
             kwargs.update(multiple=True, metavar=kwargs.get("metavar", "KEY=VALUE"))
         elif not kwargs.get("multiple"):
             default = getattr(DEFAULTS, field)
             kwargs.update(default=default, show_default=default is not None and default != "")
-        command = click.option(*decls, field, **kwargs)(command)
+        command = click.option(option_flag(key), *short, key, **kwargs)(command)
     return command
 
 
@@ -120,36 +127,38 @@ def _ignore_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
-def given_options(ctx: click.Context) -> frozenset[str]:
-    """The request fields the user set on the command line (not left at their defaults)."""
-    return frozenset(field for field, _, _ in RUN_OPTIONS
-                     if ctx.get_parameter_source(field) not in (None, click.core.ParameterSource.DEFAULT))
+def command_line_options(ctx: click.Context, arguments: dict[str, str | None],
+                         options: dict[str, Any]) -> RunOptions:
+    """The run options given on the command line — a flag given counts even when its value is the default —
+    checked as a config file's are (errors spell the flags)."""
+    given: dict[str, Any] = {k: v for k, v in arguments.items() if v is not None}
+    for key, _, _ in RUN_OPTIONS:
+        if ctx.get_parameter_source(key) in (None, click.core.ParameterSource.DEFAULT):
+            continue
+        value = options[key]
+        if _pairs_option(key):
+            if not value:
+                continue
+            value = parse_pairs(value, option_flag(key))
+        elif isinstance(value, tuple):
+            if not value:
+                continue
+            value = list(value)
+        given[key] = value
+    return RunOptions.parse(given, "", spell=option_flag)
 
 
-def request_from_options(benchmark: str, harness: str, model: str, user_model: str | None,
-                         judge_model: str | None, options: dict[str, Any]) -> RunRequest:
-    values: dict[str, Any] = {}
-    for field, decls, _ in RUN_OPTIONS:
-        value = options[field]
-        if _pairs_option(field):
-            value = parse_pairs(value, decls[0])
-        values[field] = value
-    timeouts: dict[str, float] = {}
-    for key, value in values["phase_timeouts"].items():
-        try:
-            timeouts[key] = float(value)
-        except ValueError:
-            raise CLIError(f"--phase-timeout {key}={value!r}: seconds must be a number") from None
-    values["phase_timeouts"] = timeouts
-    values["task_ids"] = tuple(values["task_ids"])
-    values["secret_env"] = tuple(values["secret_env"])
-    if values["prices"]:
-        values["prices"] = str(Path(values["prices"]).resolve())
-    return RunRequest(
-        benchmark=benchmark, harness=harness, model=model,
-        role_models={k: v for k, v in {"user": user_model, "judge": judge_model}.items() if v},
-        **values,
-    )
+def read_config(config_path: Path | None, rerun: Path | None, resume: Path | None) -> RunConfig | None:
+    """``--config FILE`` or ``--rerun RUN_DIR`` (its run.json), read and checked; None without either."""
+    if config_path is not None and rerun is not None:
+        raise CLIError("give --config FILE or --rerun RUN_DIR, not both")
+    if rerun is not None:
+        if resume is not None:
+            raise CLIError("--rerun starts a new run and --resume finishes an old one; give one of them")
+        if not rerun.is_dir():
+            raise CLIError(f"--rerun takes a run directory; {rerun} is not one")
+    path = rerun if rerun is not None else config_path
+    return load_run_config(path) if path is not None else None
 
 
 @click.command("run")
@@ -162,6 +171,11 @@ def request_from_options(benchmark: str, harness: str, model: str, user_model: s
               help="Run directory (default runs/RUN_ID).")
 @click.option("--resume", type=click.Path(path_type=Path), default=None,
               help="Finish an interrupted run in this directory.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Run options from a TOML file (every option by its long name, '_' for '-'; [models.ROLE] "
+                   "tables) or from a run's run.json; options given on the command line win.")
+@click.option("--rerun", type=click.Path(path_type=Path), default=None, metavar="RUN_DIR",
+              help="Run again exactly what RUN_DIR ran (its recorded options and seed) into a new directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--task-lines", is_flag=True,
               help="Print one line per finished task (the default when stderr is not a terminal; on a terminal "
@@ -173,7 +187,8 @@ def request_from_options(benchmark: str, harness: str, model: str, user_model: s
 @click.pass_context
 def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, model: str | None,
                 user_model: str | None, judge_model: str | None, output: Path | None, resume: Path | None,
-                as_json: bool, task_lines: bool, otel: bool, **options: Any) -> None:
+                config_path: Path | None, rerun: Path | None, as_json: bool, task_lines: bool, otel: bool,
+                **options: Any) -> None:
     """Run BENCHMARK with HARNESS ('none' when the benchmark drives its own loop) and MODEL.
 
     Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
@@ -185,15 +200,29 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     from agentcompass.cli.progress import Progress
     from agentcompass.runner import Runner
 
-    if resume is None and not (benchmark and harness and model):
-        raise CLIError("run needs BENCHMARK HARNESS MODEL (or --resume RUN_DIR); "
-                       "e.g. agentcompass run example_interactive none mock")
     if resume is not None and output is not None and output != resume:
         raise CLIError("--output and --resume name different directories; give only --resume")
-    request = request_from_options(benchmark or "", harness or "", model or "", user_model, judge_model, options)
+    with cli_errors():
+        config = read_config(config_path, rerun, resume)
+        given = command_line_options(ctx, {"benchmark": benchmark, "harness": harness, "model": model,
+                                           "user_model": user_model, "judge_model": judge_model}, options)
+        merged = config.options | given if config is not None else given
+        request = merged.request()
+    if resume is None and not (request.benchmark and request.harness and request.model):
+        missing = [k for k in ("benchmark", "harness", "model") if not getattr(request, k)]
+        where = f" ({config.path} sets no {', '.join(missing)})" if config is not None else ""
+        raise CLIError(f"run needs BENCHMARK HARNESS MODEL (or --config FILE, or --resume RUN_DIR){where}; "
+                       "e.g. agentcompass run example_interactive none mock")
     host = plugin_host(ctx)
-    if otel:
-        enable_otel(host)
+    if config is not None and config.plugins is not None:
+        installed = {name: r.version for name, r in host.records.items() if r.loaded}
+        changes = plugin_version_changes(config.plugins, installed)
+        if changes:
+            click.echo(f"warning: the plugins differ from those {config.path} was run with: {'; '.join(changes)} "
+                       "— results may differ", err=True)
+    # What the user chose (a recorded run's options are not: they only repeat what it ran).
+    chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
+                                     else frozenset())
     progress = Progress(enabled=True, task_lines=task_lines)
     signals_seen: list[str] = []
 
@@ -207,7 +236,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
 
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None,
                     on_result=progress.task_done, on_start=progress.start, on_signal=on_signal,
-                    given=given_options(ctx) | ({'role_models'} if user_model or judge_model else set()),
+                    given=chosen,
                     on_warning=lambda w: click.echo(f"warning: {w}", err=True))
     with cli_errors():
         try:

@@ -56,31 +56,42 @@ def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
     """One client per configured role (roles naming the same model and arguments share a client).
 
     Every factory is called as ``factory(name, settings=..., **options)`` (see :class:`ModelClient`);
-    ``--model-base-url`` / ``--model-api-key-env`` reach the agent's provider and other roles of that provider.
+    ``--model-base-url`` / ``--model-api-key-env`` reach the agent's provider and other roles of that provider
+    without settings of their own; ``req.role_settings`` gives a role its own (``[models.ROLE]``).
     Every client is built before the run starts, so a missing key or base URL is a usage error up front.
     """
     clients: dict[str, ModelClient] = {}
-    shared: dict[str, ModelClient] = {}
+    shared: dict[tuple[Any, ...], ModelClient] = {}
     agent_provider = split_model(req.model)[0] if req.model else ""
     settings_from_request(req)  # validates the knobs even when no factory takes them
     model_aliases(req)
     role_prices(req)  # a bad price file, or --max-cost without prices, is a usage error up front
     for role, spec in role_models(req).items():
-        if spec in shared:
-            clients[role] = shared[spec]
-            continue
         provider, name = split_model(spec)
+        settings = settings_from_request(req, for_agent_provider=provider == agent_provider, role=role)
+        options: dict[str, Any] = dict(role_options(req, role))
+        key = (spec, settings, tuple(sorted(options.items())))
+        if key in shared:
+            clients[role] = shared[key]
+            continue
         factory = host.factory("model", provider)
-        options: dict[str, Any] = dict(req.model_args) if role == "agent" else {}
-        settings = settings_from_request(req, for_agent_provider=provider == agent_provider)
         try:
             client = factory(name, settings=settings, **options)
         except UsageError:
             raise
         except (TypeError, ValueError) as exc:
             raise UsageError(f"model {spec!r} ({role} role) rejected its settings: {exc}") from None
-        clients[role] = shared[spec] = client
+        clients[role] = shared[key] = client
     return clients
+
+
+def role_options(req: RunRequest, role: str) -> dict[str, str]:
+    """The options a role's model factory is called with: ``--model-arg`` for the agent, ``[models.ROLE].args``
+    for the others."""
+    if role == "agent":
+        return dict(req.model_args)
+    own = req.role_settings.get(role)
+    return dict(own.args) if own is not None else {}
 
 
 def role_prices(req: RunRequest) -> dict[str, Price | None]:

@@ -5,10 +5,11 @@ report (when it shows a run) mask the same set, so the files themselves are clea
 is a safety net for runs written elsewhere:
 
 * the value of every environment variable whose name marks a credential (``*_API_KEY``, ``*_TOKEN``,
-  ``*_SECRET``, ``*_PASSWORD``, ``*_ACCESS_KEY``), and of the variable ``--model-api-key-env`` names;
+  ``*_SECRET``, ``*_PASSWORD``, ``*_ACCESS_KEY``), and of the variables ``--model-api-key-env`` and
+  ``[models.ROLE] api_key_env`` name;
 * every string value of the credentials file (``$AGENTCOMPASS_CREDENTIALS`` or
   ``~/.config/agentcompass/credentials.toml``);
-* credentials inside ``--model-base-url`` (``https://user:pass@host``);
+* credentials inside ``--model-base-url`` and the roles' ``base_url`` (``https://user:pass@host``);
 * the values of the variables named with ``--secret-env`` (and, for the report, values given with
   ``--secret``).
 
@@ -53,12 +54,13 @@ def known_secrets(requests: Iterable[Mapping[str, Any]], environ: Mapping[str, s
     environ = os.environ if environ is None else environ
     found: list[str] = [v for k, v in environ.items() if CREDENTIAL_NAME.search(k) and v]
     for req in requests:
-        names = [req.get("model_api_key_env"), *(req.get("secret_env") or ())]
+        roles = [r for r in (req.get("role_settings") or {}).values() if isinstance(r, Mapping)]
+        names = [req.get("model_api_key_env"), *(req.get("secret_env") or ()), *(r.get("api_key_env") for r in roles)]
         found += [environ[n] for n in names if isinstance(n, str) and environ.get(n)]
-        base_url = req.get("model_base_url")
-        if isinstance(base_url, str):
-            parts = urlsplit(base_url)
-            found += [s for s in (parts.password, parts.username) if s]
+        for base_url in (req.get("model_base_url"), *(r.get("base_url") for r in roles)):
+            if isinstance(base_url, str):
+                parts = urlsplit(base_url)
+                found += [s for s in (parts.password, parts.username) if s]
     try:
         found += list(_strings(load_credentials(environ)))
     except UsageError:

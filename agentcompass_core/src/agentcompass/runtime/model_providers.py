@@ -70,9 +70,14 @@ class ProviderSettings:
         return value or None
 
 
-def settings_from_request(req: RunRequest, *, for_agent_provider: bool = True) -> ProviderSettings:
-    """The settings of one role's client. ``--model-base-url`` and ``--model-api-key-env`` apply to the agent's
-    provider (and to other roles of the same provider); the reliability knobs to every provider."""
+def settings_from_request(req: RunRequest, *, for_agent_provider: bool = True, role: str | None = None
+                          ) -> ProviderSettings:
+    """The settings of one role's client.
+
+    A role's own settings (``req.role_settings[role]``, ``[models.ROLE]`` in a run config file) win. A role that
+    sets neither a base URL nor a key variable of its own gets ``--model-base-url`` and ``--model-api-key-env``
+    when it uses the agent's provider (never when it names its own server: the agent's key is not sent there).
+    ``--max-connections`` applies to every role without its own; the other reliability knobs to every provider."""
     if req.max_retries < 0:
         raise UsageError("--max-retries must be 0 or more")
     if req.max_connections < 1:
@@ -83,11 +88,20 @@ def settings_from_request(req: RunRequest, *, for_agent_provider: bool = True) -
         raise UsageError("--max-tokens-per-task must be at least 1")
     if req.max_cost is not None and not (req.max_cost > 0 and math.isfinite(req.max_cost)):
         raise UsageError("--max-cost must be a positive number of US dollars")
+    own = req.role_settings.get(role) if role else None
+    if own is not None and own.max_connections is not None and own.max_connections < 1:
+        raise UsageError(f"[models.{role}] max_connections must be at least 1")
+    if role == "agent" and own is not None and (own.base_url or own.api_key_env or own.args):
+        raise UsageError("the agent's base_url, api_key_env and args are model_base_url, model_api_key_env and "
+                         "model_args; role_settings['agent'] may set only max_connections")
+    inherit = for_agent_provider and not (own is not None and (own.base_url or own.api_key_env))
     return ProviderSettings(
-        base_url=req.model_base_url if for_agent_provider else None,
-        api_key_env=req.model_api_key_env if for_agent_provider else None,
+        base_url=(own.base_url if own is not None and own.base_url else None)
+        or (req.model_base_url if inherit else None),
+        api_key_env=(own.api_key_env if own is not None and own.api_key_env else None)
+        or (req.model_api_key_env if inherit else None),
         max_retries=req.max_retries,
-        max_connections=req.max_connections,
+        max_connections=own.max_connections if own is not None and own.max_connections else req.max_connections,
         request_timeout=req.request_timeout,
     )
 

@@ -78,17 +78,18 @@ class RemoteGrant(Protocol):
 
 
 def scrub_request(req: RunRequest, secrets: Iterable[str]) -> RunRequest:
-    """``req`` without what may hold a credential: the model base URL (``https://user:key@...``) and any
+    """``req`` without what may hold a credential: the model base URLs (``https://user:key@...``) and any
     option value that contains one of ``secrets``."""
     values = [s for s in secrets if s]
 
     def clean(options: Mapping[str, str]) -> dict[str, str]:
         return {k: "***" if any(s in str(v) for s in values) else v for k, v in options.items()}
 
+    roles = {role: replace(s, base_url=None, args=clean(s.args)) for role, s in req.role_settings.items()}
     return replace(
         req, model_base_url=None, model_args=clean(req.model_args), benchmark_args=clean(req.benchmark_args),
         harness_args=clean(req.harness_args), environment_args=clean(req.environment_args),
-        executor_args=clean(req.executor_args),
+        executor_args=clean(req.executor_args), role_settings=roles,
     )
 
 

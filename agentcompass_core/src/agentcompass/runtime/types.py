@@ -155,6 +155,23 @@ class ModelEndpoint:
 
 
 @dataclass(frozen=True)
+class RoleModelSettings:
+    """How one model role reaches its provider: ``[models.user]`` / ``[models.judge]`` in a run config file.
+
+    Unset fields fall back to the run's: ``max_connections`` to ``--max-connections``; ``base_url`` and
+    ``api_key_env`` to ``--model-base-url`` / ``--model-api-key-env`` when the role uses the agent's provider.
+    The agent's own settings are the request's ``model_base_url``, ``model_api_key_env`` and ``model_args``, so
+    ``role_settings["agent"]`` may set only ``max_connections``. Holds no secret: only the key's variable *name*.
+    """
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    #: Options of the role's model (as ``--model-arg`` for the agent): values are strings, JSON where they parse.
+    args: Mapping[str, str] = field(default_factory=dict)
+    max_connections: int | None = None
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """What the user asked for. Recorded in ``run.json``; holds no secret."""
 
@@ -202,6 +219,8 @@ class RunRequest:
     #: Names of environment variables whose values the run masks in everything it writes (``--secret-env``),
     #: besides the provider keys and every credential-named variable (:mod:`agentcompass.runtime.known_secrets`).
     secret_env: tuple[str, ...] = ()
+    #: Per-role connection settings (``[models.ROLE]`` of a run config file), by role.
+    role_settings: Mapping[str, RoleModelSettings] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
