@@ -10,13 +10,14 @@ import agentcompass.runtime as runtime
 from tests.helpers.cli_processes import ROOT
 
 #: Modules a plugin may import from agentcompass, and for the top-level package the names it may take.
-PUBLIC_MODULES = {"agentcompass.errors", "agentcompass.hookspecs", "agentcompass.testing", "agentcompass.run_directory"}
+PUBLIC_MODULES = {"agentcompass.errors", "agentcompass.hookspecs", "agentcompass.testing", "agentcompass.run_directory",
+                  "agentcompass.protocols"}
 PUBLIC_TOP_LEVEL = {"hookimpl", "__version__"}
 
 
 def is_public_module(module: str) -> bool:
     return module in PUBLIC_MODULES or module == "agentcompass.runtime" or module.startswith(
-        ("agentcompass.runtime.", "agentcompass.testing."))
+        ("agentcompass.runtime.", "agentcompass.testing.", "agentcompass.protocols."))
 
 
 def core_imports(path: Path) -> list[tuple[int, str, str | None]]:

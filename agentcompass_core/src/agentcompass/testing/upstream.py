@@ -1,7 +1,8 @@
 """A loopback provider in every protocol the gateway speaks, for tests of passthrough and translation.
 
-:class:`LoopbackUpstream` answers ``POST /v1/chat/completions``, ``/v1/messages``, ``/v1/messages/count_tokens``
-and ``/v1/responses`` on ``127.0.0.1`` from a :class:`~agentcompass.testing.models.ScriptedModel` (default:
+:class:`LoopbackUpstream` answers ``POST /v1/chat/completions``, ``/v1/messages``, ``/v1/messages/count_tokens``,
+``/v1/responses`` and Gemini's ``/v1beta/models/NAME:generateContent`` / ``:streamGenerateContent?alt=sse`` /
+``:countTokens`` on ``127.0.0.1`` from a :class:`~agentcompass.testing.models.ScriptedModel` (default:
 the ``mock`` policy), whole or streamed in small pieces (``piece`` characters, ``delay`` seconds apart), and
 records every request as it arrived (``requests``: path, headers, JSON body) so a test can compare what reached
 the provider with what the agent sent::
@@ -10,7 +11,8 @@ the provider with what the agent sent::
         client = make_anthropic("claude-x", settings=ProviderSettings(base_url=up.root, environ={
             "ANTHROPIC_API_KEY": up.api_key}))
 
-It checks the key (``Authorization: Bearer`` or ``x-api-key``) and answers errors in each protocol's shape.
+It checks the key (``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key`` or ``?key=``) and answers errors
+in each protocol's shape.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class LoopbackUpstream:
         for path in ROUTES:
             app.router.add_post(path, self._handle)
         app.router.add_post("/v1/messages/count_tokens", self._count)
+        app.router.add_post(r"/{version:v1beta|v1|v1alpha}/models/{target}", self._gemini)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -80,17 +83,31 @@ class LoopbackUpstream:
 
     def _authorised(self, request: web.Request) -> bool:
         bearer = request.headers.get("Authorization", "")
-        return bearer == f"Bearer {self.api_key}" or request.headers.get("x-api-key") == self.api_key
+        return self.api_key in (bearer.removeprefix("Bearer "), request.headers.get("x-api-key"),
+                                request.headers.get("x-goog-api-key"), request.query.get("key"))
 
     async def _count(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append(UpstreamRequest(request.path, dict(request.headers), body))
-        return web.json_response({"input_tokens": 1000 + len(json.dumps(body)) // 10})
+        count = 1000 + len(json.dumps(body)) // 10
+        return web.json_response({"totalTokens": count} if "/models/" in request.path else {"input_tokens": count})
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        codec = CODECS[ROUTES[request.path]]
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        model, _, method = request.match_info["target"].partition(":")
+        if method == "countTokens":
+            return await self._count(request)
         body = await request.json()
         self.requests.append(UpstreamRequest(request.path, dict(request.headers), body))
+        stream = method == "streamGenerateContent" and request.query.get("alt") == "sse"
+        return await self._answer(request, "gemini", {**body, "model": model, "stream": stream})
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(UpstreamRequest(request.path, dict(request.headers), body))
+        return await self._answer(request, ROUTES[request.path], body)
+
+    async def _answer(self, request: web.Request, protocol: str, body: Any) -> web.StreamResponse:
+        codec = CODECS[protocol]
         if not self._authorised(request):
             return web.json_response(codec.error_body(401, "invalid api key"), status=401)
         try:

@@ -41,8 +41,13 @@ async def _chunks(response: aiohttp.ClientResponse, pool: _Pool) -> AsyncIterato
         pool.slots.release()
 
 
-async def send_native(client: HTTPModelClient, request: NativeRequest, url: str, headers: dict[str, str]
-                      ) -> NativeReply:
+async def send_native(client: HTTPModelClient, request: NativeRequest, url: str, headers: dict[str, str],
+                      *, model_in_body: bool = True, params: dict[str, Any] | None = None) -> NativeReply:
+    """Send ``request`` to ``url``, retried as :mod:`this module <agentcompass_models.native>` says.
+
+    :param model_in_body: put the client's model into the body (not for Gemini, whose URL names it).
+    :param params: what to merge into the body instead of the client's ``--model-arg`` settings.
+    """
     from agentcompass_models.http import (
         BACKOFF_BASE,
         BACKOFF_CAP,
@@ -53,7 +58,8 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str,
     )
 
     pool = client._acquire_pool()
-    body: dict[str, Any] = {**request.body, "model": client.model, **client.params}
+    body: dict[str, Any] = {**request.body, **({"model": client.model} if model_in_body else {}),
+                            **(client.params if params is None else params)}
     if request.path.endswith("count_tokens"):
         body.pop("max_tokens", None)
     content = json.dumps(body, ensure_ascii=False).encode()

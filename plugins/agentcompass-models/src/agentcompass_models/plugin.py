@@ -1,4 +1,5 @@
-"""The ``models`` plugin: registers the ``openai``, ``openai-compatible`` and ``anthropic`` model providers.
+"""The ``models`` plugin: registers the ``openai``, ``openai-compatible``, ``anthropic`` and ``gemini`` model
+providers.
 
 Imports stay cheap (``agentcompass plugins list`` must start fast): each factory imports aiohttp and its
 provider module only when a run builds a client.
@@ -29,8 +30,15 @@ def anthropic(name: str = "", *, settings: Any = None, **options: Any) -> Any:
     return make_anthropic(name, settings=settings, **options)
 
 
+def gemini(name: str = "", *, settings: Any = None, **options: Any) -> Any:
+    from agentcompass_models.gemini import make_gemini
+
+    return make_gemini(name, settings=settings, **options)
+
+
 @hookimpl
 def register_models(register):  # type: ignore[no-untyped-def]
     register("openai", openai)
     register("openai-compatible", openai_compatible)
     register("anthropic", anthropic)
+    register("gemini", gemini)
