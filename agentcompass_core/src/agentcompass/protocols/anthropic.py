@@ -20,15 +20,21 @@ from agentcompass.protocols.base import (
     Encoder,
     ProtocolError,
     UpstreamStreamError,
-    arguments_object,
+)
+from agentcompass.protocols.shared import (
+    call_input,
+    choice_name,
+    data_url,
     error_kind,
+    kind_and_body,
     new_id,
     require,
+    split_data_url,
+    tool_schema,
 )
 from agentcompass.protocols.sse import frame
 from agentcompass.runtime.model_stream import (
     ReasoningDelta,
-    StreamAssembler,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -69,7 +75,7 @@ def _keep_cache(source: Mapping[str, Any], target: dict[str, Any]) -> dict[str, 
 def _image_part(block: Mapping[str, Any]) -> dict[str, Any]:
     source = block.get("source") or {}
     if source.get("type") == "base64":
-        url = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
+        url = data_url(str(source.get("media_type", "image/png")), str(source.get("data", "")))
     else:
         url = str(source.get("url", ""))
     return _keep_cache(block, {"type": "image_url", "image_url": {"url": url}})
@@ -77,9 +83,9 @@ def _image_part(block: Mapping[str, Any]) -> dict[str, Any]:
 
 def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     url = str((part.get("image_url") or {}).get("url", ""))
-    if url.startswith("data:") and ";base64," in url:
-        media, data = url[5:].split(";base64,", 1)
-        block = {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    inline = split_data_url(url)
+    if inline:
+        block = {"type": "image", "source": {"type": "base64", "media_type": inline[0], "data": inline[1]}}
     else:
         block = {"type": "image", "source": {"type": "url", "url": url}}
     return _keep_cache(part, block)
@@ -142,8 +148,8 @@ def _tool_choice_out(choice: Any, parallel: Any) -> dict[str, Any] | None:
     elif choice in ("auto", "none"):
         result = {"type": choice}
     elif isinstance(choice, Mapping):
-        name = (choice.get("function") or choice.get("custom") or {}).get("name") or choice.get("name")
-        result = {"type": "tool", "name": str(name)} if name else None
+        name = choice_name(choice)[1]
+        result = {"type": "tool", "name": name} if name else None
     if parallel is False:
         result = {**(result or {"type": "auto"}), "disable_parallel_tool_use": True}
     return result
@@ -188,11 +194,9 @@ def assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     else:
         blocks.extend(b for b in _block_list(content) if not (b.get("type") == "text" and not b.get("text")))
     for call in message.get("tool_calls") or ():
-        kind = call.get("type") or "function"
-        body = call.get(kind) or call.get("function") or {}
-        arguments = {"input": body.get("input", "")} if kind == "custom" else arguments_object(body.get("arguments"))
+        body = kind_and_body(call)[1]
         blocks.append(_keep_cache(call, {"type": "tool_use", "id": str(call.get("id", "")),
-                                         "name": str(body.get("name", "")), "input": arguments}))
+                                         "name": str(body.get("name", "")), "input": call_input(call)}))
     return blocks
 
 
@@ -275,18 +279,17 @@ class AnthropicEncoder(Encoder):
 
 class AnthropicDecoder(Decoder):
     def __init__(self, model: str) -> None:
-        self.model = model
-        self.assembler = StreamAssembler()
-        self.usage: dict[str, Any] = {}
+        super().__init__(model)
+        self.raw_usage: dict[str, Any] = {}
         self.stop: str | None = None
         self._tools: dict[int, int] = {}
         self._blocks: dict[int, dict[str, Any]] = {}
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
-        if not data:
+        payload = self.payload(data)
+        if payload is None:
             return []
-        payload = json.loads(data)
-        kind = payload.get("type") if isinstance(payload, Mapping) else None
+        kind = payload.get("type")
         out: list[StreamEvent] = []
         if kind == "error":
             error = payload.get("error") or {}
@@ -295,7 +298,7 @@ class AnthropicDecoder(Decoder):
         if kind == "message_start":
             message = payload.get("message") or {}
             self.model = str(message.get("model") or self.model)
-            self.usage.update({k: v for k, v in (message.get("usage") or {}).items() if v is not None})
+            self.raw_usage.update({k: v for k, v in (message.get("usage") or {}).items() if v is not None})
         elif kind == "content_block_start":
             index = int(payload.get("index") or 0)
             block = payload.get("content_block") or {}
@@ -321,14 +324,12 @@ class AnthropicDecoder(Decoder):
                 out.append(ReasoningDelta(signature=str(delta.get("signature") or "")))
         elif kind == "message_delta":
             self.stop = (payload.get("delta") or {}).get("stop_reason") or self.stop
-            self.usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v is not None})
-        for e in out:
-            self.assembler.add(e)
-        return out
+            self.raw_usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v is not None})
+        return self.kept(out)
 
     def end(self) -> StreamEnd:
         finish = STOP_TO_FINISH.get(self.stop or "end_turn", "stop")
-        return StreamEnd(self.assembler.finish(self.model, usage_of(self.usage), finish))
+        return StreamEnd(self.assembler.finish(self.model, usage_of(self.raw_usage), finish))
 
 
 class AnthropicCodec(Codec):
@@ -456,14 +457,11 @@ class AnthropicCodec(Codec):
         if request.tools:
             tools = []
             for t in request.tools:
-                kind = t.get("type") or "function"
-                fn = t.get(kind) or t.get("function") or t
+                fn = kind_and_body(t, t)[1]
                 tool: dict[str, Any] = {"name": str(fn.get("name", ""))}
                 if fn.get("description"):
                     tool["description"] = str(fn["description"])
-                tool["input_schema"] = (fn.get("parameters") if kind == "function" else None) or (
-                    {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
-                    if kind == "custom" else {"type": "object", "properties": {}})
+                tool["input_schema"] = tool_schema(t)
                 tools.append(_keep_cache(t, tool))
             body["tools"] = tools
             choice = _tool_choice_out(params.get("tool_choice"), params.get("parallel_tool_calls"))

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import abc
 import json
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentcompass.runtime.model_stream import StreamEnd, StreamEvent
-from agentcompass.runtime.models import ChatResponse, ModelError
+from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, StreamEvent
+from agentcompass.runtime.models import ChatResponse, ModelError, Usage
 
 
 class ProtocolError(Exception):
@@ -58,37 +57,6 @@ class CanonicalRequest:
     dropped: tuple[str, ...] = ()
 
 
-def new_id(prefix: str) -> str:
-    return f"{prefix}{secrets.token_hex(12)}"
-
-
-def text_of(content: Any) -> str:
-    """The text of a message content: a string, or the text parts of a list joined."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and "text" in p)
-    return str(content)
-
-
-def arguments_object(raw: Any) -> dict[str, Any]:
-    """A tool call's JSON arguments as an object (``{}`` when empty; non-objects wrapped, never lost)."""
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    try:
-        value = json.loads(raw or "{}")
-    except (TypeError, json.JSONDecodeError):
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_value": value}
-
-
-def require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ProtocolError(message)
-
-
 class Encoder(abc.ABC):
     """Writes a streamed answer in a protocol: ``start()``, ``event()`` per piece, or ``error()``."""
 
@@ -105,6 +73,26 @@ class Encoder(abc.ABC):
 class Decoder(abc.ABC):
     """Reads a protocol's streamed answer: ``feed()`` each server-sent event, then ``end()``."""
 
+    def __init__(self, model: str) -> None:
+        self.model = model
+        #: The pieces read so far (``kept`` adds them).
+        self.assembler = StreamAssembler()
+        self.usage = Usage()
+
+    @staticmethod
+    def payload(data: str) -> Mapping[str, Any] | None:
+        """An event's JSON object (None for an empty event, ``[DONE]`` or anything but an object)."""
+        if not data or data.strip() == "[DONE]":
+            return None
+        value = json.loads(data)
+        return value if isinstance(value, Mapping) else None
+
+    def kept(self, pieces: list[StreamEvent]) -> list[StreamEvent]:
+        """``pieces``, added to :attr:`assembler` first."""
+        for piece in pieces:
+            self.assembler.add(piece)
+        return pieces
+
     @abc.abstractmethod
     def feed(self, event: str, data: str) -> list[StreamEvent]:
         """The canonical pieces in one event. :raises UpstreamStreamError: the event is an error."""
@@ -117,7 +105,6 @@ class Codec(abc.ABC):
     """One vendor protocol: requests and answers to and from the canonical form, whole and streamed."""
 
     name: str = ""
-    #: Error ``type`` names the protocol uses for (400, 401, 404, 429, 5xx).
     content_type_stream = "text/event-stream"
 
     @abc.abstractmethod
@@ -140,10 +127,3 @@ class Codec(abc.ABC):
 
     @abc.abstractmethod
     def error_body(self, status: int, message: str, kind: str | None = None) -> dict[str, Any]: ...
-
-
-def error_kind(status: int) -> str:
-    """The conventional error type for an HTTP status (shared by the OpenAI and Anthropic shapes)."""
-    return {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-            404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-            529: "overloaded_error"}.get(status, "api_error")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -14,14 +13,16 @@ from agentcompass.protocols.base import (
     Encoder,
     ProtocolError,
     UpstreamStreamError,
+)
+from agentcompass.protocols.shared import (
     error_kind,
+    kind_and_body,
     new_id,
     require,
 )
 from agentcompass.protocols.sse import frame
 from agentcompass.runtime.model_stream import (
     ReasoningDelta,
-    StreamAssembler,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -106,17 +107,13 @@ class ChatEncoder(Encoder):
 
 class ChatDecoder(Decoder):
     def __init__(self, model: str) -> None:
-        self.model = model
-        self.assembler = StreamAssembler()
-        self.usage = Usage()
+        super().__init__(model)
         self.finish: str | None = None
         self._kinds: dict[int, str] = {}
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
-        if not data or data.strip() == "[DONE]":
-            return []
-        chunk = json.loads(data)
-        if not isinstance(chunk, Mapping):
+        chunk = self.payload(data)
+        if chunk is None:
             return []
         if chunk.get("error"):
             error = chunk["error"]
@@ -134,15 +131,13 @@ class ChatDecoder(Decoder):
             for call in delta.get("tool_calls") or ():
                 index = int(call.get("index") or 0)
                 kind = self._kinds.setdefault(index, str(call.get("type") or "function"))
-                body = call.get(kind) or call.get("function") or {}
+                body = kind_and_body({**call, "type": kind})[1]
                 piece = body.get("input") if kind == "custom" else body.get("arguments")
                 out.append(ToolCallDelta(index, id=str(call.get("id") or ""), name=str(body.get("name") or ""),
                                          arguments=str(piece or ""), kind=kind))
             if choice.get("finish_reason"):
                 self.finish = str(choice["finish_reason"])
-        for e in out:
-            self.assembler.add(e)
-        return out
+        return self.kept(out)
 
     def end(self) -> StreamEnd:
         return StreamEnd(self.assembler.finish(self.model, self.usage, self.finish))

@@ -31,14 +31,21 @@ from agentcompass.protocols.base import (
     Encoder,
     ProtocolError,
     UpstreamStreamError,
+)
+from agentcompass.protocols.shared import (
     arguments_object,
+    call_input,
+    choice_name,
+    data_url,
+    kind_and_body,
     new_id,
     require,
+    split_data_url,
+    tool_schema,
 )
 from agentcompass.protocols.sse import frame
 from agentcompass.runtime.model_stream import (
     ReasoningDelta,
-    StreamAssembler,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -138,7 +145,7 @@ def _media_part(part: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(part.get("inlineData"), Mapping):
         data = part["inlineData"]
         return {"type": "image_url", "image_url": {
-            "url": f"data:{data.get('mimeType', 'image/png')};base64,{data.get('data', '')}"}}
+            "url": data_url(str(data.get("mimeType", "image/png")), str(data.get("data", "")))}}
     if isinstance(part.get("fileData"), Mapping):
         return {"type": "image_url", "image_url": {"url": str(part["fileData"].get("fileUri", ""))}}
     return None
@@ -146,9 +153,9 @@ def _media_part(part: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _media_out(part: Mapping[str, Any]) -> dict[str, Any]:
     url = str((part.get("image_url") or {}).get("url", ""))
-    if url.startswith("data:") and ";base64," in url:
-        media, data = url[5:].split(";base64,", 1)
-        return {"inlineData": {"mimeType": media, "data": data}}
+    inline = split_data_url(url)
+    if inline:
+        return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
     return {"fileData": {"mimeType": "image/*", "fileUri": url}}
 
 
@@ -248,10 +255,8 @@ def model_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     parts.extend(p for p in _parts_out(content) if p.get("text") != "")
     for call in message.get("tool_calls") or ():
-        kind = call.get("type") or "function"
-        body = call.get(kind) or call.get("function") or {}
-        args = {"input": body.get("input", "")} if kind == "custom" else arguments_object(body.get("arguments"))
-        part = {"functionCall": {"id": str(call.get("id", "")), "name": str(body.get("name", "")), "args": args}}
+        name = str(kind_and_body(call)[1].get("name", ""))
+        part = {"functionCall": {"id": str(call.get("id", "")), "name": name, "args": call_input(call)}}
         if call.get("thought_signature"):
             part["thoughtSignature"] = call["thought_signature"]
         parts.append(part)
@@ -275,10 +280,9 @@ def _tool_config_out(choice: Any) -> dict[str, Any] | None:
     if choice in ("auto", "none", "required"):
         return {"functionCallingConfig": {"mode": {"auto": "AUTO", "none": "NONE", "required": "ANY"}[choice]}}
     if isinstance(choice, Mapping):
-        kind = str(choice.get("type") or "function")
-        name = (choice.get(kind) or {}).get("name") or choice.get("name")
+        name = choice_name(choice)[1]
         if name:
-            return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [str(name)]}}
+            return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [name]}}
     return None
 
 
@@ -342,18 +346,14 @@ class GeminiEncoder(Encoder):
 
 class GeminiDecoder(Decoder):
     def __init__(self, model: str) -> None:
-        self.model = model
-        self.assembler = StreamAssembler()
-        self.usage = Usage()
+        super().__init__(model)
         self.finish: str | None = None
         self.ids = _CallIds()
         self.calls = 0
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
-        if not data or data.strip() in ("[DONE]", "[", "]", ","):
-            return []
-        chunk = json.loads(data)
-        if not isinstance(chunk, Mapping):
+        chunk = self.payload(data)
+        if chunk is None:
             return []
         if chunk.get("error"):
             error = chunk["error"]
@@ -379,9 +379,7 @@ class GeminiDecoder(Decoder):
                     out.append(TextDelta(str(part["text"])))
             if candidate.get("finishReason"):
                 self.finish = str(candidate["finishReason"])
-        for e in out:
-            self.assembler.add(e)
-        return out
+        return self.kept(out)
 
     def end(self) -> StreamEnd:
         finish = FINISH_IN.get(self.finish or "STOP", "stop")
@@ -481,7 +479,7 @@ class GeminiCodec(Codec):
     def render_request(self, request: CanonicalRequest, model: str) -> dict[str, Any]:
         system: list[dict[str, Any]] = []
         contents: list[dict[str, Any]] = []
-        names = {str(c.get("id")): str((c.get(c.get("type") or "function") or c.get("function") or {}).get("name", ""))
+        names = {str(c.get("id")): str(kind_and_body(c)[1].get("name", ""))
                  for m in request.messages for c in m.get("tool_calls") or ()}
 
         def add(role: str, parts: list[dict[str, Any]]) -> None:
@@ -511,14 +509,11 @@ class GeminiCodec(Codec):
         if request.tools:
             declarations = []
             for t in request.tools:
-                kind = t.get("type") or "function"
-                fn = t.get(kind) or t.get("function") or t
+                fn = kind_and_body(t, t)[1]
                 decl: dict[str, Any] = {"name": str(fn.get("name", ""))}
                 if fn.get("description"):
                     decl["description"] = str(fn["description"])
-                decl["parametersJsonSchema"] = (fn.get("parameters") if kind == "function" else None) or (
-                    {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
-                    if kind == "custom" else {"type": "object", "properties": {}})
+                decl["parametersJsonSchema"] = tool_schema(t)
                 declarations.append(decl)
             body["tools"] = [{"functionDeclarations": declarations}]
             choice = _tool_config_out(request.params.get("tool_choice"))

@@ -10,7 +10,6 @@ false`` clients such as Codex do); ``item_reference`` items likewise.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -22,7 +21,11 @@ from agentcompass.protocols.base import (
     Encoder,
     ProtocolError,
     UpstreamStreamError,
+)
+from agentcompass.protocols.shared import (
+    choice_name,
     error_kind,
+    kind_and_body,
     new_id,
     require,
     text_of,
@@ -30,7 +33,6 @@ from agentcompass.protocols.base import (
 from agentcompass.protocols.sse import frame
 from agentcompass.runtime.model_stream import (
     ReasoningDelta,
-    StreamAssembler,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -151,8 +153,7 @@ def output_items(message: Mapping[str, Any], *, ids: bool = True) -> list[dict[s
             item.update(id=new_id("msg_"), status="completed")
         items.append(item)
     for call in message.get("tool_calls") or ():
-        kind = call.get("type") or "function"
-        body = call.get(kind) or call.get("function") or {}
+        kind, body = kind_and_body(call)
         if kind == "custom":
             item = {"type": "custom_tool_call", "call_id": str(call.get("id", "")), "name": str(body.get("name", "")),
                     "input": str(body.get("input") or "")}
@@ -180,9 +181,8 @@ def _tool_choice_out(choice: Any) -> Any:
     if isinstance(choice, str):
         return choice
     if isinstance(choice, Mapping):
-        kind = str(choice.get("type") or "function")
-        name = (choice.get(kind) or {}).get("name") or choice.get("name")
-        return {"type": kind, "name": str(name)} if name else None
+        kind, name = choice_name(choice)
+        return {"type": kind, "name": name} if name else None
     return None
 
 
@@ -322,18 +322,14 @@ class ResponsesEncoder(Encoder):
 
 class ResponsesDecoder(Decoder):
     def __init__(self, model: str) -> None:
-        self.model = model
-        self.assembler = StreamAssembler()
-        self.usage = Usage()
+        super().__init__(model)
         self.status = "completed"
         self.reason: str | None = None
         self._tools: dict[int, int] = {}
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
-        if not data or data.strip() == "[DONE]":
-            return []
-        payload = json.loads(data)
-        if not isinstance(payload, Mapping):
+        payload = self.payload(data)
+        if payload is None:
             return []
         kind = payload.get("type") or event
         out: list[StreamEvent] = []
@@ -365,9 +361,7 @@ class ResponsesDecoder(Decoder):
             self.usage = usage_of(response.get("usage"))
             self.status = str(response.get("status") or "completed")
             self.reason = (response.get("incomplete_details") or {}).get("reason")
-        for e in out:
-            self.assembler.add(e)
-        return out
+        return self.kept(out)
 
     def end(self) -> StreamEnd:
         finish = "length" if self.status == "incomplete" else None
@@ -476,8 +470,7 @@ class ResponsesCodec(Codec):
         if request.tools:
             tools = []
             for t in request.tools:
-                kind = t.get("type") or "function"
-                fn = t.get(kind) or t.get("function") or {}
+                kind, fn = kind_and_body(t)
                 tools.append({"type": kind, **dict(fn)})
             body["tools"] = tools
         params = request.params

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
+from agentcompass.protocols.shared import arguments_object, split_data_url
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest
 from agentcompass.runtime.models import ChatResponse, Usage
@@ -44,9 +45,9 @@ def _text(content: Any) -> str:
 
 def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     url = str((part.get("image_url") or {}).get("url", ""))
-    if url.startswith("data:") and ";base64," in url:
-        media, data = url[5:].split(";base64,", 1)
-        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    inline = split_data_url(url)
+    if inline:
+        return {"type": "image", "source": {"type": "base64", "media_type": inline[0], "data": inline[1]}}
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
@@ -62,16 +63,6 @@ def _user_blocks(content: Any) -> list[dict[str, Any]]:
         elif part.get("type") == "image_url":
             blocks.append(_image_block(part))
     return blocks
-
-
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    try:
-        value = json.loads(raw or "{}")
-    except (TypeError, json.JSONDecodeError):
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_value": value}
 
 
 def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -102,7 +93,7 @@ def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[
             for tc in m.get("tool_calls") or ():
                 fn = tc.get("function") or {}
                 blocks.append({"type": "tool_use", "id": str(tc.get("id") or ""), "name": str(fn.get("name", "")),
-                               "input": _arguments(fn.get("arguments"))})
+                               "input": arguments_object(fn.get("arguments"))})
             add("assistant", blocks)
         elif role == "tool":
             add("user", [{"type": "tool_result", "tool_use_id": str(m.get("tool_call_id") or ""),
