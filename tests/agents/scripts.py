@@ -95,3 +95,31 @@ def tool_agent(job: Job) -> Any:
              "function": {"name": shell, "arguments": json.dumps(arguments)}}]}
 
     return responder
+
+
+
+def aider_whole(job: Job) -> Any:
+    """A responder answering aider in its ``whole`` edit format: ``job.path``, then its whole content. Aider
+    runs no shell tool; it runs its test command (``--test-cmd``, here ``job.check``) after the edit and, when
+    that fails, shows the model its output: that output is kept in ``job.outputs``, and the model finishes."""
+
+    def responder(request: dict[str, Any]) -> dict[str, Any]:
+        messages = request.get("messages") or []
+        if _edited(messages):
+            with job.lock:
+                job.outputs.append(_content(messages[-1]) if messages else "")
+            return text("Done.")
+        return text(f"I will write the file.\n\n{job.path}\n```\n{job.content}\n```\n")
+
+    return responder
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _edited(messages: Sequence[Mapping[str, Any]]) -> bool:
+    return any("I will write the file." in _content(m) for m in messages if m.get("role") == "assistant")

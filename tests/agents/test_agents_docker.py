@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from agentcompass_agents.catalog import AGENTS
 from agentcompass_agents.install import Installer, InstallError
 from agentcompass_example_coding import tasks as coding_tasks
 
-from tests.agents.scripts import SUBMIT, Job, tool_agent
+from tests.agents.scripts import SUBMIT, Job, aider_whole, tool_agent
 from tests.harbor import taskdirs
 from tests.harnesses.support import Tiny
 from tests.helpers.docker_engine import require_engine
@@ -28,9 +29,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(120
 MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
 SECRET = "sk-provider-secret-" + secrets.token_hex(8)
-#: Agents checked end to end here (claude-code over the gateway's Messages endpoint, codex over Responses, the
-#: others chat completions). gemini-cli (no Gemini endpoint yet) joins when the gateway serves it; aider is not
-#: checked end to end yet (see the README).
+#: Agents with a shell tool, checked end to end here (claude-code over the gateway's Messages endpoint, codex
+#: over Responses, the others chat completions). gemini-cli (no Gemini endpoint yet) joins when the gateway
+#: serves it. aider, which edits through text and runs no shell tool, has a test of its own below.
 TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex", "claude-code")
 #: Words in a failed install's log that mean the registry was out of reach (a skip, not a failure).
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "Temporary failure in name resolution",
@@ -119,6 +120,48 @@ async def test_an_agent_solves_example_coding_and_a_wrong_script_scores_0(name: 
     assert "IV" in good.outputs[1]
     wrong = job_for(name, "solution.py", "def roman(n):\n    return 'I' * n\n", "python3 -c 'import solution'")
     run = await run_agent(name, tool_agent(wrong), "example_coding", tmp_path / "wrong", task_ids=["roman"])
+    assert run.result("roman").status is TaskStatus.COMPLETED
+    assert run.metric("score") == {"roman": 0.0}
+
+
+def aider_checks(check: str) -> dict[str, str]:
+    """Aider's test command runs ``check`` after its edit; failing on purpose, it shows the model the output."""
+    return {"args": shlex.join(["--test-cmd", f"{check}; exit 1", "--auto-test"])}
+
+
+#: What aider prints when something at its start tried the network (none in the task).
+NETWORK_TRIED = ("Failed to resolve", "NameResolutionError", "Max retries exceeded", "HTTPSConnectionPool")
+
+
+async def test_aider_edits_through_its_edit_format_and_scores_1_or_0(tmp_path: Path) -> None:
+    check = ("cat /app/hello.txt; echo key-in-env=$(env | grep -c provider-secre[t]); "
+             "echo key-in-files=$(grep -rlI provider-secre[t] /tmp /opt /app /root 2>/dev/null | wc -l)")
+    job = Job("hello.txt", "hello", check)
+    run = await run_agent("aider", aider_whole(job), "harbor", tmp_path / "run", task_ids=["hello"],
+                          benchmark_args={"path": str(harbor_tasks(tmp_path / "tasks"))},
+                          harness_args=aider_checks(check))
+    result = run.result("hello")
+    assert result.status is TaskStatus.COMPLETED, result.error
+    assert result.metrics["reward"] == 1.0
+    record = result.artifacts["agent"]
+    assert record["agent"] == "aider" and record["version"] == AGENTS["aider"].version
+    # One edit, then the test's output back to the model: its linter (flake8, in the bundle) found nothing.
+    assert record["turns"] == 2 and record["tool_calls"] == 1, record
+    assert job.outputs and "hello" in job.outputs[0], job.outputs
+    assert "key-in-env=0" in job.outputs[0] and "key-in-files=0" in job.outputs[0], job.outputs
+    agent_output = "".join(p.read_text() for p in run.run_dir.rglob("agent/std*.txt"))
+    assert not [word for word in NETWORK_TRIED if word in agent_output], agent_output
+    assert {c["via"] for c in run.trajectories} == {"gateway"}
+    no_secret_in(run.run_dir)
+
+    reference = coding_tasks.by_id("roman").reference_solution
+    good = Job("solution.py", reference, "python3 -c 'import solution; print(solution.roman(4))'")
+    run = await run_agent("aider", aider_whole(good), "example_coding", tmp_path / "good", task_ids=["roman"],
+                          harness_args=aider_checks(good.check))
+    assert run.metric("score") == {"roman": 1.0}, [r.error for r in run.results]
+    assert "IV" in good.outputs[0]
+    wrong = Job("solution.py", "def roman(n):\n    return 'I' * n\n", "python3 -c 'import solution'")
+    run = await run_agent("aider", aider_whole(wrong), "example_coding", tmp_path / "wrong", task_ids=["roman"])
     assert run.result("roman").status is TaskStatus.COMPLETED
     assert run.metric("score") == {"roman": 0.0}
 

@@ -67,6 +67,37 @@ def test_the_recipe_shares_its_first_layers_between_agents() -> None:
     assert "install node /opt/agentcompass/agents/opencode-1.0.0 opencode-ai 1.0.0" in "\n".join(node)
 
 
+def test_python_bundles_find_their_packages_and_aider_checks_its_encodings_offline() -> None:
+    aider = recipe(AGENTS["aider"], "0.86.2")
+    node = recipe(AGENTS["opencode"], "1.0.0")
+    finish = aider.index("bundle.py finish")
+    # After the shared and the agent's own steps: a .pth for the bundle's interpreter (aider's flake8 linter runs
+    # as `python -m flake8`), then the encodings load with every download sent to a closed port.
+    pth = aider.index("/opt/agentcompass/agents/aider-0.86.2/pkg > /opt/agentcompass/agents/aider-0.86.2/runtime/"
+                      "lib/python3/dist-packages/agentcompass-agent.pth")
+    check = aider.index("HTTPS_PROXY=http://127.0.0.1:9")
+    assert finish < pth < check
+    assert "TIKTOKEN_CACHE_DIR=/opt/agentcompass/agents/aider-0.86.2/pkg/litellm/litellm_core_utils/tokenizers" in aider
+    assert "cl100k_base o200k_base p50k_base" in aider
+    assert ".pth" not in node and "PROXY" not in node
+    assert ".pth" in recipe(AGENTS["mini-swe-agent"], "2.4.6") and "PROXY" not in recipe(AGENTS["mini-swe-agent"], "2")
+
+
+def test_aider_starts_without_the_network() -> None:
+    from agentcompass_agents.harness import Context
+
+    aider = harness_class("aider")()
+    ctx = Context(agent_dir="/tmp/a", home="/tmp/a/home", instruction="x", instruction_file="/tmp/a/i.md",
+                  workdir="/app", model="m", gateway={"OPENAI_BASE_URL": "http://gw/v1"}, max_turns=None,
+                  deadline=None, bundle="/opt/agentcompass/agents/aider-0.86.2")
+    argv = aider.argv(ctx)
+    assert {"--no-check-update", "--analytics-disable", "--no-show-release-notes"} <= set(argv)
+    env = aider.env(ctx)
+    assert env["TIKTOKEN_CACHE_DIR"].startswith(ctx.bundle or "") and env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    cache = json.loads(aider.files(ctx)["/tmp/a/home/.aider/caches/model_prices_and_context_window.json"])
+    assert cache[argv[argv.index("--model") + 1]]["litellm_provider"] == "openai"
+
+
 def test_bundle_tags_name_agent_version_and_recipe(tmp_path: Path) -> None:
     installer = Installer(root=tmp_path, progress=None)
     tag = installer.bundle_tag(AGENTS["aider"], "0.86.2")

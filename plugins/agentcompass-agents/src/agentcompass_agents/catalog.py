@@ -14,6 +14,10 @@ Runtime = Literal["node", "python"]
 NODE_VERSION = "22.20.0"
 #: Where bundles live inside a task's container (read-only, owned by root).
 BUNDLE_ROOT = "/opt/agentcompass/agents"
+#: Where litellm ships tiktoken's encodings (relative to a Python bundle's packages): aider counts tokens with
+#: them, and tiktoken would download them (no network in the task). litellm 1.81 ships these three.
+TIKTOKEN_CACHE = "litellm/litellm_core_utils/tokenizers"
+TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base", "p50k_base")
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,9 @@ class AgentSpec:
     :param command: the executable the package provides.
     :param protocol: the model API the agent speaks (the gateway serves it).
     :param records: what the agent's own trajectory is.
+    :param build_check: a command run at the end of the bundle's build (``{dest}``: the bundle's directory),
+        with every proxy pointed at a closed port so that it cannot download: it checks that what the agent
+        would otherwise fetch at start (aider's tiktoken encodings) is in the bundle.
     """
 
     name: str
@@ -36,6 +43,7 @@ class AgentSpec:
     command: str
     protocol: str
     records: str
+    build_check: str = ""
 
     def bundle_dir(self, version: str) -> str:
         return f"{BUNDLE_ROOT}/{self.name}-{version}"
@@ -57,6 +65,9 @@ AGENTS: dict[str, AgentSpec] = {
         AgentSpec("mini-swe-agent", "python", "mini-swe-agent", "2.4.6", "mini",
                   "chat-completions", "its trajectory file (-o traj.json)"),
         AgentSpec("aider", "python", "aider-chat", "0.86.2", "aider",
-                  "chat-completions", "its chat history and LLM history files"),
+                  "chat-completions", "its chat history and LLM history files",
+                  build_check=f"TIKTOKEN_CACHE_DIR={{dest}}/pkg/{TIKTOKEN_CACHE} {{dest}}/bin/agentcompass-runtime "
+                              "-c 'import tiktoken; [tiktoken.get_encoding(n) for n in "
+                              f"\"{' '.join(TIKTOKEN_ENCODINGS)}\".split()]'"),
     )
 }

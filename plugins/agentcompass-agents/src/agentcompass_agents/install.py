@@ -89,8 +89,24 @@ def recipe(agent: AgentSpec, version: str, builder: str = DEFAULT_BUILDER, ca_bu
         f"RUN python3 /opt/agentcompass/bundle.py runtime {agent.runtime} {dest}\n"
         f"RUN python3 /opt/agentcompass/bundle.py install {agent.runtime} {dest} {agent.package} {version}\n"
         f"RUN python3 /opt/agentcompass/bundle.py finish {agent.runtime} {dest} {agent.command} {agent.package}\n"
+        f"{_after_finish(agent, dest)}"
         f"LABEL agentcompass.agent={agent.name} agentcompass.agent_version={version}\n"
     )
+
+
+def _after_finish(agent: AgentSpec, dest: str) -> str:
+    """Steps after the bundle is finished (after the shared ones, so that adding one rebuilds only this agent):
+    a Python bundle's interpreter finds the agent's packages by itself (a ``.pth`` file: the subprocesses the
+    agent starts with it, such as aider's ``python -m flake8`` linter, see them too); the agent's build check."""
+    steps = ""
+    if agent.runtime == "python":
+        site = f"{dest}/runtime/lib/python3/dist-packages"
+        steps += f"RUN mkdir -p {site} && echo {dest}/pkg > {site}/agentcompass-agent.pth\n"
+    if agent.build_check:
+        closed = "http://127.0.0.1:9"
+        steps += (f"RUN HTTP_PROXY={closed} HTTPS_PROXY={closed} http_proxy={closed} https_proxy={closed} "
+                  f"{agent.build_check.format(dest=dest)}\n")
+    return steps
 
 
 @dataclasses.dataclass

@@ -26,6 +26,8 @@ class GeminiCli(InstalledAgent):
             "GOOGLE_GEMINI_BASE_URL": ctx.gateway.get("GOOGLE_GEMINI_BASE_URL") or gateway_root(ctx.gateway),
             "GEMINI_API_KEY": ctx.gateway.get("GEMINI_API_KEY") or ctx.gateway.get("OPENAI_API_KEY", ""),
             "GEMINI_CLI_NO_RELAUNCH": "true",
+            # Headless runs refuse an untrusted folder (and --yolo falls back to asking) without this.
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
         }
 
     def files(self, ctx: Context) -> dict[str, str]:
