@@ -179,8 +179,9 @@ class Images:
         future = self._futures.get(key)
         if future is None:
             if key[0] == "build":
+                turn = self._turns.ticket()
                 work: Awaitable[ImageInfo] = self._built(Path(key[1]), key[2], build_args, spec.build_timeout,
-                                                         self._turns.ticket())
+                                                         turn)
             else:
                 work = _within(
                     self.engine.call(self._resolve, spec.image),
@@ -188,6 +189,9 @@ class Images:
                     f"pulling image {spec.image!r}",
                 )
             future = asyncio.ensure_future(work)
+            if key[0] == "build":
+                # Settled however it ends, even cancelled before its coroutine ever ran (a no-op otherwise).
+                future.add_done_callback(lambda _, turn=turn: self._turns.skip(turn))
             self._futures[key] = future
         return future
 
@@ -207,6 +211,8 @@ class Images:
                 return plan.existing
             shared = self._building.get(plan.tag)
             if shared is not None:  # another context of the same content: one build for both
+                # Its turn goes first: the shared build may hold a later turn, which waits for this one.
+                self._turns.skip(turn)
                 return dataclasses.replace(await asyncio.shield(shared), built=False)
             building = self._building[plan.tag] = asyncio.ensure_future(
                 self._build_in_turn(plan, spec_timeout, turn))
@@ -347,7 +353,8 @@ class BuildTurns:
         self._changed = asyncio.Event()
 
     def skip(self, turn: int) -> None:
-        if turn >= self._next:
+        """Settle ``turn`` without a build (idempotent: a settled turn stays settled)."""
+        if turn >= self._next and turn not in self._settled:
             self._settle(turn)
 
     async def acquire(self, turn: int) -> None:

@@ -219,7 +219,7 @@ class DockerProvider(EnvironmentProvider):
     async def open(
         self, spec: EnvironmentSpec, *, run_id: str, task_id: str, base_env: Mapping[str, str]
     ) -> DockerSession:
-        image = await self.image_for(spec)
+        image = await asyncio.shield(self.image_for(spec))  # shared by every task of the spec: never cancelled
         if self.options.exec == "server":
             why = await self._server_unusable(image, spec)
             if why is None:
