@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,9 @@ MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
 SECRET = "sk-provider-secret-" + secrets.token_hex(8)
 #: Agents with a shell tool, checked end to end here (claude-code over the gateway's Messages endpoint, codex
-#: over Responses, the others chat completions). gemini-cli (no Gemini endpoint yet) joins when the gateway
-#: serves it. aider, which edits through text and runs no shell tool, has a test of its own below.
-TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex", "claude-code")
+#: over Responses, gemini-cli over the Gemini API, the others chat completions). aider, which edits through
+#: text and runs no shell tool, has a test of its own below.
+TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex", "claude-code", "gemini-cli")
 #: Words in a failed install's log that mean the registry was out of reach (a skip, not a failure).
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "Temporary failure in name resolution",
                "Could not resolve", "No matching distribution", "Network is unreachable", "ConnectTimeout")
@@ -43,22 +45,42 @@ def engine() -> None:
     require_engine()
 
 
-_BUNDLES: dict[str, str | None] = {}
+#: Bundles at most built at once (downloads overlap; the relinking steps share the machine's cores).
+PARALLEL_BUILDS = 3
+_BUILDS: dict[str, Future[str]] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bundles(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Start building (or finding) the bundle of every agent the selected tests of this module use, a few at
+    once, before the first test needs one: on a fresh machine (CI) the cold builds overlap instead of adding up.
+    Each bundle is built once per test session; :func:`bundle` waits for the one a test needs."""
+    names = dict.fromkeys(item.callspec.params["name"] for item in request.session.items
+                          if item.module is request.module and hasattr(item, "callspec")
+                          and "name" in item.callspec.params)
+    with ThreadPoolExecutor(PARALLEL_BUILDS, thread_name_prefix="agent-bundle") as pool:
+        for name in names:
+            if name not in _BUILDS:
+                _BUILDS[name] = pool.submit(Installer().ensure_bundle, AGENTS[name], AGENTS[name].version)
+        yield
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def bundle(name: str) -> None:
-    """Build (or find) ``name``'s bundle once per test session; skip when its registry cannot be reached."""
-    if name not in _BUNDLES:
+    """Wait for ``name``'s bundle; skip when its registry cannot be reached."""
+    if name not in _BUILDS:
+        _BUILDS[name] = Future()
         try:
-            Installer().ensure_bundle(AGENTS[name], AGENTS[name].version)
-            _BUNDLES[name] = None
+            _BUILDS[name].set_result(Installer().ensure_bundle(AGENTS[name], AGENTS[name].version))
         except InstallError as exc:
-            log = str(exc)
-            if not any(word in log for word in UNREACHABLE):
-                raise
-            _BUNDLES[name] = f"installing {name} cannot reach its registry here: {log.splitlines()[0]}"
-    if _BUNDLES[name]:
-        pytest.skip(_BUNDLES[name] or "")
+            _BUILDS[name].set_exception(exc)
+    try:
+        _BUILDS[name].result()
+    except InstallError as exc:
+        log = str(exc)
+        if not any(word in log for word in UNREACHABLE):
+            raise
+        pytest.skip(f"installing {name} cannot reach its registry here: {log.splitlines()[0]}")
 
 
 async def run_agent(name: str, responder: Any, benchmark: Any, run_dir: Path, **kwargs: Any) -> Any:
@@ -91,9 +113,10 @@ def harbor_tasks(root: Path) -> Path:
 
 @pytest.mark.parametrize("name", TOOL_AGENTS)
 async def test_an_agent_solves_a_harbor_task_through_its_own_tools(name: str, tmp_path: Path) -> None:
-    # The pattern matches the key but not itself (the agents record the commands they run).
-    check = ('cat /app/hello.txt; echo "key-in-env=$(env | grep -c provider-secre[t])"; '
-             'echo "key-in-files=$(grep -rlI provider-secre[t] /tmp /opt /app /root 2>/dev/null | wc -l)"')
+    # The pattern matches the key but not itself (the agents record the commands they run). No $(...): Gemini
+    # CLI refuses a command with a substitution ("Command injection detected").
+    check = ("cat /app/hello.txt; env | grep -c provider-secre[t] | sed s/^/key-in-env=/; "
+             "grep -rlI provider-secre[t] /tmp /opt /app /root 2>/dev/null | wc -l | sed s/^/key-in-files=/")
     job = job_for(name, "/app/hello.txt", "hello", check)
     run = await run_agent(name, tool_agent(job), "harbor", tmp_path / "run", task_ids=["hello"],
                           benchmark_args={"path": str(harbor_tasks(tmp_path / "tasks"))})
@@ -133,7 +156,8 @@ def aider_checks(check: str) -> dict[str, str]:
 NETWORK_TRIED = ("Failed to resolve", "NameResolutionError", "Max retries exceeded", "HTTPSConnectionPool")
 
 
-async def test_aider_edits_through_its_edit_format_and_scores_1_or_0(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["aider"])
+async def test_aider_edits_through_its_edit_format_and_scores_1_or_0(name: str, tmp_path: Path) -> None:
     check = ("cat /app/hello.txt; echo key-in-env=$(env | grep -c provider-secre[t]); "
              "echo key-in-files=$(grep -rlI provider-secre[t] /tmp /opt /app /root 2>/dev/null | wc -l)")
     job = Job("hello.txt", "hello", check)
@@ -166,8 +190,8 @@ async def test_aider_edits_through_its_edit_format_and_scores_1_or_0(tmp_path: P
     assert run.metric("score") == {"roman": 0.0}
 
 
-async def test_an_agent_past_its_deadline_is_stopped_and_keeps_what_it_did(tmp_path: Path) -> None:
-    name = "opencode"
+@pytest.mark.parametrize("name", ["opencode"])
+async def test_an_agent_past_its_deadline_is_stopped_and_keeps_what_it_did(name: str, tmp_path: Path) -> None:
     job = Job("/tmp/late.txt", "late", "true", before=["echo started > /workspace/progress.txt; sleep 600"])
     run = await run_agent(name, tool_agent(job), Tiny, tmp_path / "run", benchmark_args={"limit": "20"},
                           harness_args={"grace": "3"})
