@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from agentcompass.cli.run import RUN_OPTIONS, run_command
+from agentcompass.errors import UsageError
 from agentcompass.run_config import (
     OPTION_KEYS,
     RunConfigError,
@@ -275,3 +276,43 @@ def test_rerun_warns_when_a_plugin_version_differs(tmp_path):
 def test_the_request_type_has_no_field_without_an_option_or_key():
     inner = {"run_id", "role_models", "role_settings"}
     assert set(OPTION_KEYS.values()) | inner == set(RunRequest.__dataclass_fields__)
+
+
+# -- role settings reach each role's provider ---------------------------------------------------------------------
+
+
+def test_a_role_gets_its_own_settings_and_never_the_agents_key_for_another_server():
+    from agentcompass.runtime.model_providers import settings_from_request
+
+    req = RunOptions.parse({"model": "openai-compatible/a", "model_base_url": "http://127.0.0.1:1/v1",
+                            "model_api_key_env": "AGENT_KEY", "max_connections": 9,
+                            "models": {"user": {"base_url": "http://127.0.0.1:2/v1", "max_connections": 3},
+                                       "agent": {"max_connections": 5}}}, "x").request()
+    agent = settings_from_request(req, role="agent")
+    assert (agent.base_url, agent.api_key_env, agent.max_connections) == ("http://127.0.0.1:1/v1", "AGENT_KEY", 5)
+    user = settings_from_request(req, role="user")  # its own server: the agent's key variable is not used there
+    assert (user.base_url, user.api_key_env, user.max_connections) == ("http://127.0.0.1:2/v1", None, 3)
+    judge = settings_from_request(req, role="judge")  # nothing of its own, same provider: the agent's connection
+    assert (judge.base_url, judge.api_key_env, judge.max_connections) == ("http://127.0.0.1:1/v1", "AGENT_KEY", 9)
+    other = settings_from_request(req, role="judge", for_agent_provider=False)
+    assert (other.base_url, other.api_key_env) == (None, None)
+
+
+def test_build_clients_gives_each_role_its_settings_and_options(monkeypatch):
+    from agentcompass.models.roles import build_clients
+    from agentcompass.plugins import load_plugins
+
+    monkeypatch.setenv("USER_KEY", "user-key-0123456789")
+    host = load_plugins()
+    req = RunOptions.parse({"model": "openai-compatible/a", "model_base_url": "http://127.0.0.1:1/v1",
+                            "user_model": "openai-compatible/a", "judge_model": "openai-compatible/a",
+                            "models": {"user": {"base_url": "http://127.0.0.1:2/v1", "api_key_env": "USER_KEY",
+                                                "args": {"top_p": 0.5}}}}, "x").request()
+    clients = build_clients(host, req)
+    assert clients["agent"] is clients["judge"]  # same model, settings and options: one client
+    assert clients["user"] is not clients["agent"]
+    assert clients["user"].base_url == "http://127.0.0.1:2/v1" and clients["user"].params == {"top_p": 0.5}
+    assert clients["agent"].base_url == "http://127.0.0.1:1/v1" and clients["agent"].params == {}
+    missing = RunOptions.parse({"model": "mock", "user_model": "openai-compatible/u"}, "x").request()
+    with pytest.raises(UsageError, match=r"for the user role: give it its own .*\[models.user\]"):
+        build_clients(host, missing)

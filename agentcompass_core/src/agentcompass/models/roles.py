@@ -77,8 +77,11 @@ def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
         factory = host.factory("model", provider)
         try:
             client = factory(name, settings=settings, **options)
-        except UsageError:
-            raise
+        except UsageError as exc:
+            if role == "agent":
+                raise
+            raise UsageError(f"{exc} — for the {role} role: give it its own in a --config file's "
+                             f"[models.{role}] (base_url, api_key_env)") from None
         except (TypeError, ValueError) as exc:
             raise UsageError(f"model {spec!r} ({role} role) rejected its settings: {exc}") from None
         clients[role] = shared[key] = client
