@@ -316,3 +316,35 @@ def test_build_clients_gives_each_role_its_settings_and_options(monkeypatch):
     missing = RunOptions.parse({"model": "mock", "user_model": "openai-compatible/u"}, "x").request()
     with pytest.raises(UsageError, match=r"for the user role: give it its own .*\[models.user\]"):
         build_clients(host, missing)
+
+
+def test_credentials_in_a_roles_base_url_are_masked_in_run_json(tmp_path):
+    password = "pw-0123456789abcdefXYZ"
+    config = write(tmp_path, f'''benchmark = "example_interactive"
+harness = "none"
+model = "mock"
+limit = 1
+[models.user]
+model = "openai-compatible/u"
+base_url = "http://me:{password}@127.0.0.1:9/v1"
+''')
+    out = tmp_path / "r"
+    done = run_cli_subprocess("run", "--config", str(config), "-o", str(out), testing=False)
+    assert done.returncode == 0, done.stderr
+    assert password not in done.stderr + done.stdout
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert password.encode() not in path.read_bytes(), path
+    assert "127.0.0.1:9/v1" in request_of(out)["role_settings"]["user"]["base_url"]
+
+
+def test_the_readmes_example_is_a_valid_run_config(tmp_path):
+    from tests.helpers.cli_processes import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Run config files", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    req = load_run_config(write(tmp_path, example)).options.request()
+    assert (req.benchmark, req.model, req.role_models["user"]) == ("taubench", "openai-compatible/Qwen3-8B",
+                                                                   "openai/gpt-4o-mini")
+    assert req.role_settings["user"] == RoleModelSettings(api_key_env="OPENAI_API_KEY", max_connections=8)

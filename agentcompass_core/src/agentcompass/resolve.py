@@ -127,8 +127,9 @@ def resolve(host: PluginHost, req: RunRequest) -> Resolved:
         flags = ", ".join(f"--{r}-model" for r in missing)
         raise UsageError(f"benchmark {req.benchmark!r} needs the model role(s) {', '.join(missing)}; set {flags}")
     versions: dict[str, str | None] = {}
+    providers = [("model", spec.partition("/")[0]) for spec in roles.values()]  # run.json: --rerun compares them
     for kind, name in (("benchmark", req.benchmark), ("harness", req.harness), ("environment", req.environment),
-                       ("executor", req.executor)):
+                       ("executor", req.executor), *providers):
         record = host.plugin_of(kind, name)
         if record is not None:
             versions[record.name] = record.version
