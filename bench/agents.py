@@ -29,8 +29,8 @@ from agentcompass.testing import LoopbackOpenAI, run_benchmark, text
 from agentcompass_agents.catalog import AGENTS
 from agentcompass_agents.install import Installer
 
-#: Agents whose protocol the gateway serves today (chat completions).
-DEFAULT_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "aider")
+#: Every agent (the gateway serves each one's protocol: chat completions, Responses, Messages, Gemini).
+DEFAULT_AGENTS = tuple(AGENTS)
 
 
 class Quick(BaseBenchmark):
