@@ -348,3 +348,26 @@ def test_the_readmes_example_is_a_valid_run_config(tmp_path):
     assert (req.benchmark, req.model, req.role_models["user"]) == ("taubench", "openai-compatible/Qwen3-8B",
                                                                    "openai/gpt-4o-mini")
     assert req.role_settings["user"] == RoleModelSettings(api_key_env="OPENAI_API_KEY", max_connections=8)
+
+
+def test_a_resume_may_change_a_roles_connection_but_not_its_options(tmp_path):
+    first = write(tmp_path, '''benchmark = "example_interactive"
+harness = "none"
+model = "mock"
+limit = 1
+[models.user]
+model = "openai-compatible/u"
+base_url = "http://127.0.0.1:9/v1"
+args = { temperature = 0 }
+''')
+    out = tmp_path / "r"
+    done = run_cli_subprocess("run", "--config", str(first), "-o", str(out), testing=False)
+    assert done.returncode == 0, done.stderr
+    moved = write(tmp_path, '[models.user]\nbase_url = "http://127.0.0.1:10/v1"\nmax_connections = 2\n', "moved.toml")
+    done = run_cli_subprocess("run", "--resume", str(out), "--config", str(moved), testing=False)
+    assert done.returncode == 0, done.stderr
+    assert request_of(out)["role_settings"]["user"] == {"base_url": "http://127.0.0.1:10/v1", "api_key_env": None,
+                                                         "args": {"temperature": "0"}, "max_connections": 2}
+    hotter = write(tmp_path, "[models.user]\nargs = { temperature = 1 }\n", "hotter.toml")
+    done = run_cli_subprocess("run", "--resume", str(out), "--config", str(hotter), testing=False)
+    assert done.returncode == 2 and "--resume cannot change [models.ROLE] args" in done.stderr, done.stderr

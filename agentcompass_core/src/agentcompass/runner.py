@@ -62,7 +62,7 @@ from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.records import ModelCallEvent, RunInfo, RunPlan, RunSummary, TaskEvent
 from agentcompass.runtime.remote_attempts import scrub_request
 from agentcompass.runtime.seeds import new_run_seed
-from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
+from agentcompass.runtime.types import EnvironmentSpec, RoleModelSettings, RunRequest, TaskSpec
 from agentcompass.serialization import unstructure
 
 
@@ -103,9 +103,24 @@ OPTION_NAMES = {
     "environment": "--env", "environment_args": "--env-arg", "benchmark_args": "-b/--benchmark-arg",
     "harness_args": "--harness-arg", "model_args": "-m/--model-arg", "role_models": "--user-model/--judge-model",
     "limit": "-n/--limit", "task_ids": "-t/--task-id", "max_tokens_per_task": "--max-tokens-per-task",
-    "role_settings": "[models.ROLE] settings (--config)",
+    "role_settings": "[models.ROLE] args (--config)",
 }
 _DEFAULT_REQUEST = RunRequest(benchmark="", harness="", model="")
+
+
+def resumed_role_settings(old: Mapping[str, RoleModelSettings], new: Mapping[str, RoleModelSettings]
+                          ) -> dict[str, RoleModelSettings] | None:
+    """The role settings a resume runs with: a role's connection (``base_url``, ``api_key_env``,
+    ``max_connections``: those given win) may change, as ``--model-base-url`` may; its ``args`` (what its model
+    is asked) may not — ``None`` when they would."""
+    merged = dict(old)
+    for role, settings in new.items():
+        before = old.get(role, RoleModelSettings())
+        if settings.args and dict(settings.args) != dict(before.args):  # none given: the recorded ones
+            return None
+        merged[role] = replace(before, **{k: v for k in ("base_url", "api_key_env", "max_connections")
+                                          if (v := getattr(settings, k)) is not None})
+    return merged
 
 
 def model_call_event(run_id: str, spec: AttemptSpec, record: CallRecord, redactor: Redactor) -> ModelCallEvent:
@@ -230,8 +245,9 @@ class Runner:
         given = self.given or frozenset(f.name for f in dataclass_fields(RunRequest)
                                         if getattr(new, f.name) != getattr(_DEFAULT_REQUEST, f.name))
         fixed = ("benchmark", "harness", "model", "run_id", "trials", "seed")
+        roles = resumed_role_settings(old.role_settings, new.role_settings) if "role_settings" in given else None
         changed = sorted(f for f in given if f not in RESUMABLE_FIELDS and f not in fixed
-                         and getattr(new, f) != getattr(old, f))
+                         and getattr(new, f) != getattr(old, f) and not (f == "role_settings" and roles is not None))
         if changed:
             names = ", ".join(OPTION_NAMES.get(f, "--" + f.replace("_", "-")) for f in changed)
             raise UsageError(f"--resume cannot change {names}: they define {store.path}'s tasks or scores. Resume "
@@ -246,7 +262,8 @@ class Runner:
             trials = new.trials
         if "seed" in given and new.seed != old.seed:
             raise UsageError(f"{store.path} was run with --seed {old.seed}; a resume keeps it (leave --seed out)")
-        return replace(old, **{f: getattr(new, f) for f in RESUMABLE_FIELDS if f in given}, trials=trials)
+        return replace(old, **{f: getattr(new, f) for f in RESUMABLE_FIELDS if f in given}, trials=trials,
+                       role_settings=old.role_settings if roles is None else roles)
 
     async def _execute(
         self,
