@@ -26,7 +26,8 @@ from tests.harbor import taskdirs
 from tests.harnesses.support import Tiny
 from tests.helpers.docker_engine import require_engine
 
-pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(1200)]
+#: A test may wait for its bundle's cold build (several build at once on a fresh machine).
+pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.timeout(1800)]
 
 MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
@@ -171,6 +172,7 @@ async def test_aider_edits_through_its_edit_format_and_scores_1_or_0(name: str, 
     assert record["agent"] == "aider" and record["version"] == AGENTS["aider"].version
     # One edit, then the test's output back to the model: its linter (flake8, in the bundle) found nothing.
     assert record["turns"] == 2 and record["tool_calls"] == 1, record
+    assert record["agent_tokens"]["prompt_tokens"] > 0, record  # its own "Tokens: N sent, M received."
     assert job.outputs and "hello" in job.outputs[0], job.outputs
     assert "key-in-env=0" in job.outputs[0] and "key-in-files=0" in job.outputs[0], job.outputs
     agent_output = "".join(p.read_text() for p in run.run_dir.rglob("agent/std*.txt"))

@@ -98,6 +98,22 @@ def test_aider_starts_without_the_network() -> None:
     assert cache[argv[argv.index("--model") + 1]]["litellm_provider"] == "openai"
 
 
+def test_aider_reports_its_own_token_counts_when_they_are_exact(tmp_path: Path) -> None:
+    aider = harness_class("aider")()
+    stdout = ("Aider v0.86.2\nhello.txt\nApplied edit to hello.txt\nTokens: 431 sent, 9 received.\n"
+              "Tokens: 560 sent, 1 received. Cost: $0.00 message, $0.00 session.\n")
+    assert aider.summarize(stdout, None).tokens == {"prompt_tokens": 991, "completion_tokens": 10}
+    rounded = aider.summarize("Tokens: 2.3k sent, 1.0k cache hit, 45 received.\n", None)
+    assert rounded.tokens == {} and rounded.extra["agent_tokens_rounded"] == [{"sent": "2.3k", "received": "45"}]
+    history = tmp_path / "files"  # the agent's directory, downloaded
+    history.mkdir()
+    (history / "llm.history").write_text("TO LLM 2026\nUSER hi\nLLM RESPONSE 2026\nASSISTANT first\n"
+                                         "TO LLM\nLLM RESPONSE 2026\nASSISTANT Done.\n")
+    (history / "chat.history.md").write_text("> Applied edit to a.py\n> Applied edit to b.py\n")
+    summary = aider.summarize("", tmp_path)
+    assert (summary.turns, summary.tool_calls, summary.final_message) == (2, 2, "Done.")
+
+
 def test_bundle_tags_name_agent_version_and_recipe(tmp_path: Path) -> None:
     installer = Installer(root=tmp_path, progress=None)
     tag = installer.bundle_tag(AGENTS["aider"], "0.86.2")

@@ -20,6 +20,9 @@ from agentcompass_agents.catalog import AGENTS, TIKTOKEN_CACHE, AgentSpec
 from agentcompass_agents.harness import Context, InstalledAgent, Summary
 
 _ROLE = re.compile(r"^(USER|ASSISTANT|SYSTEM) ", re.M)
+#: Aider's report after each call (counts of 1000 and more are rounded: "2.3k", "12k").
+_TOKENS = re.compile(r"^Tokens: ([\d.]+k?) sent(?:, ([\d.]+k?) cache write)?(?:, ([\d.]+k?) cache hit)?, "
+                     r"([\d.]+k?) received", re.M)
 MODEL = "openai/agent"
 #: What aider knows of the gateway's model (its model-info cache would otherwise be downloaded at start).
 MODEL_INFO = {"max_input_tokens": 128000, "max_output_tokens": 8192, "max_tokens": 8192, "input_cost_per_token": 0.0,
@@ -70,4 +73,12 @@ class Aider(InstalledAgent):
         chat = files_under(files, "chat.history.md")
         if chat:
             summary.tool_calls = chat[0].read_text(encoding="utf-8", errors="replace").count("> Applied edit to")
+        reports = _TOKENS.findall(stdout)
+        if reports:
+            counts = [(sent, received) for sent, _write, _hit, received in reports]
+            if any(value.endswith("k") for pair in counts for value in pair):
+                summary.extra["agent_tokens_rounded"] = [{"sent": s, "received": r} for s, r in counts]
+            else:
+                summary.tokens = {"prompt_tokens": sum(int(s) for s, _ in counts),
+                                  "completion_tokens": sum(int(r) for _, r in counts)}
         return summary
