@@ -371,3 +371,25 @@ args = { temperature = 0 }
     hotter = write(tmp_path, "[models.user]\nargs = { temperature = 1 }\n", "hotter.toml")
     done = run_cli_subprocess("run", "--resume", str(out), "--config", str(hotter), testing=False)
     assert done.returncode == 2 and "--resume cannot change [models.ROLE] args" in done.stderr, done.stderr
+
+
+toml_scalars = st.one_of(st.booleans(), st.integers(-3, 2**40), st.floats(allow_nan=True), strings,
+                         st.dates(), st.lists(st.integers(-1, 3), max_size=2))
+toml_values = st.recursive(toml_scalars, lambda inner: st.dictionaries(names, inner, max_size=3), max_leaves=6)
+any_key = st.sampled_from([*OPTION_KEYS, "user_model", "judge_model", "models", "bogus", "output"])
+role_tables = st.dictionaries(st.sampled_from(["agent", "user", "judge", "critic"]), st.one_of(
+    toml_scalars, st.dictionaries(st.sampled_from(["model", "base_url", "api_key_env", "args", "max_connections",
+                                                   "api_key"]), toml_values, max_size=3)), max_size=2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(any_key, toml_values, max_size=5), role_tables)
+def test_any_input_is_a_request_or_a_run_config_error(data, models):
+    if models:
+        data = {**data, "models": models}
+    try:
+        req = RunOptions.parse(data, "f.toml").request()
+    except RunConfigError as exc:
+        assert str(exc).startswith("f.toml: ")
+    else:
+        assert isinstance(req, RunRequest)
