@@ -1,6 +1,6 @@
-"""Unfinished runs, the bill, progress and trials on the console (issue 21, items 3, 4, 6, 8 and the killed
-run of item 10): the planned total in run.json; unfinished work counted as unfinished everywhere, never as an
-error; every model call in the usage; the run directory first; each trial named."""
+"""Unfinished runs and the bill (issue 21, items 3, 4, 6 and the killed run of item 10): the planned total in
+run.json; unfinished work counted as unfinished everywhere, never as an error; every model call in the usage;
+the run directory named first. The console's progress lines are in test_console.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import threading
 import time
 from pathlib import Path
 
-from agentcompass.cli.progress import Progress
-from agentcompass.runtime import RunResult, TaskStatus
 from agentcompass.testing.models import LoopbackOpenAI
 
 from tests.harnesses.support import assistant_turns, instruction, solver
@@ -103,20 +101,3 @@ def test_every_model_call_is_in_the_usage_and_the_retried_share_is_apart(tmp_pat
     assert summary["usage_retried"]["agent"]["calls"] == len(retried)
     assert summary["usage_retried"]["agent"]["prompt_tokens"] == sum(c["prompt_tokens"] for c in retried)
     assert f"of which retried or cut-short attempts: {len(retried)} calls" in done.stdout
-
-
-def test_trials_are_named_in_progress_lines(tmp_path):
-    done = run_cli_subprocess("run", "example_interactive", "none", "mock", "-n", "2", "--trials", "2", "-o",
-                              str(tmp_path / "r"), testing=False)
-    assert done.returncode == 0, done.stderr
-    lines = [x for x in done.stderr.splitlines() if x.startswith("[")]
-    assert len(lines) == 4 and sum("trial 2/2" in x for x in lines) == 2
-
-
-def test_the_live_status_line_has_done_running_errored_rate_eta_and_cost():
-    progress = Progress(enabled=False)
-    progress.start(10, 2, figures=lambda: (3, 0.0125))
-    progress.task_done(RunResult(task_id="a", status=TaskStatus.RUN_ERROR), 3, 10)
-    line = progress.status_line()
-    for part in ("done 3/10", "running 3", "errored 1", "/min", "ETA ", "cost 0.0125 USD"):
-        assert part in line, line

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import attrs
@@ -22,8 +21,6 @@ from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
 from agentcompass.runtime.records import TaskEvent
 from agentcompass.runtime.seeds import trial_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec, TaskStatus
-
-ResultCallback = Callable[[RunResult, int, int], None]
 
 
 @attrs.define
@@ -39,11 +36,9 @@ class AttemptQueue:
     gateway_env: Mapping[str, str]
     #: Final results so far (a resumed run's included), by (task id, trial).
     final: dict[tuple[str, int], RunResult]
-    total: int
     stop_reason: Callable[[], str | None] = lambda: None
     #: Stops the run's scheduling (and its model calls) with a reason: an outage past ``--retries``.
     stop: Callable[[str], None] = lambda reason: None
-    on_result: ResultCallback | None = None
     #: The phase timeouts of the tasks that declare their own (``BaseBenchmark.task_timeouts``), by task id;
     #: every other task gets ``timeouts``.
     task_timeouts: Mapping[str, Mapping[str, float | None]] = attrs.field(factory=dict)
@@ -119,11 +114,6 @@ class AttemptQueue:
         self.log.info("task.finished", task_id=task_id, trial=trial, attempt=attempt, status=result.status.value,
                       error=result.error, metrics=dict(result.metrics))
         self._event("task.finished", result)
-        if self.on_result is not None:
-            shown = result
-            if result.error and self.store.redactor.active:  # what is printed is masked like what is written
-                shown = replace(result, error=self.store.redactor.text(result.error))
-            self.on_result(shown, len(self.final), self.total)
 
     def _record_unfinished(self, spec: AttemptSpec, outcome: AttemptOutcome) -> None:
         """An attempt cut short by a failure outside the task: recorded as an attempt, retried when that may

@@ -27,7 +27,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 if TYPE_CHECKING:
     import click
 
-    from agentcompass.runtime.records import ModelCallEvent, RunSummary, TaskEvent
+    from agentcompass.runtime.records import LiveFigures, ModelCallEvent, RunSummary, TaskEvent
     from agentcompass.runtime.types import RunRequest
 
 Register = Callable[[str, Callable[..., Any]], None]
@@ -111,12 +111,47 @@ def register_commands(cli: click.Group) -> None:
 
 
 @hookspec
-def agentcompass_run_started(run_id: str, request: RunRequest, run_dir: str) -> None:
-    """Observer: a run is about to schedule its first attempt.
+def agentcompass_run_started(run_id: str, request: RunRequest, run_dir: str, n_work: int, n_finished: int,
+                             figures: Callable[[], LiveFigures]) -> None:
+    """Observer: a run is about to schedule its first attempt (``run.json`` is written).
+
+    An implementation may take any subset of these arguments (pluggy passes those it names).
 
     :param run_id: the run's id.
-    :param request: the run's :class:`~agentcompass.runtime.RunRequest` (resolved: a resumed run's own).
+    :param request: the run's :class:`~agentcompass.runtime.RunRequest` (resolved: a resumed run's own, with the
+        concurrency the run can use).
     :param run_dir: the run directory.
+    :param n_work: how many (task, trial) results the run plans in all.
+    :param n_finished: how many of them were final before this start (a resumed run's; else 0). The run's
+        progress is ``n_finished`` plus the ``task.finished`` events that follow, out of ``n_work``.
+    :param figures: call it (cheap; on the run's event loop) for the run's live figures, a
+        :class:`~agentcompass.runtime.records.LiveFigures`: attempts in flight and the cost so far.
+    :return: nothing.
+    """
+
+
+@hookspec
+def agentcompass_run_warning(run_id: str, message: str) -> None:
+    """Observer: something the user should read before the run's results (the console prints it as
+    ``warning: MESSAGE``): a damaged line of the run's records that was skipped (its task runs again), or a
+    ``--concurrency`` larger than the run can use. Called before ``agentcompass_run_started``. Also written to
+    ``logs.jsonl`` (``results.damaged_line``, ``run.concurrency_capped``).
+
+    :param run_id: the run's id.
+    :param message: one line, naming what is wrong (the file and line of a damaged record).
+    :return: nothing.
+    """
+
+
+@hookspec
+def agentcompass_run_signal(signal: str, count: int) -> None:
+    """Observer: the run received SIGINT or SIGTERM (only when the runner handles signals, as the CLI's does).
+    The first stops scheduling, cancels the attempts in flight and keeps what finished; later ones are only
+    reported here and never cut the clean-up short. May come before ``agentcompass_run_started`` (a signal
+    while the run is set up) and is called from the run's event loop, never from inside a signal handler.
+
+    :param signal: the signal's name (``SIGINT``, ``SIGTERM``).
+    :param count: how many signals the run has received, this one included.
     :return: nothing.
     """
 
@@ -127,7 +162,8 @@ def agentcompass_task_event(event: TaskEvent) -> None:
 
     :param event: a :class:`~agentcompass.runtime.records.TaskEvent`; ``event.event`` is ``"task.phase"``
         (with ``phase`` and ``previous``), ``"task.retry"`` (with ``status`` and ``error``) or
-        ``"task.finished"`` (with ``status``, ``error`` and ``metrics``).
+        ``"task.finished"`` (with ``status``, ``error`` and ``metrics``). The error is masked of the run's
+        secrets, as ``results.jsonl`` is.
     :return: nothing.
     """
 

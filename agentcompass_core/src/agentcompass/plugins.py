@@ -41,8 +41,8 @@ REGISTRATION_HOOKS: dict[str, str] = {
 }
 
 #: Observer hooks: called through pluggy; an implementation that raises is logged and skipped.
-OBSERVER_HOOKS = ("agentcompass_run_started", "agentcompass_task_event", "agentcompass_model_call",
-                  "agentcompass_run_finished")
+OBSERVER_HOOKS = frozenset({"agentcompass_run_started", "agentcompass_task_event", "agentcompass_model_call",
+                            "agentcompass_run_warning", "agentcompass_run_signal", "agentcompass_run_finished"})
 
 
 def make_plugin_manager() -> pluggy.PluginManager:
@@ -91,6 +91,33 @@ def _guarded(function: Callable[..., Any], plugin: str, hook: str) -> Callable[.
     return observer
 
 
+class _Registered:
+    """A plugin as it is registered with pluggy: its hook implementations, the observers among them wrapped to
+    log their own failures (:func:`_guarded`); any other attribute is the plugin's own. Wrapping before
+    registration leaves pluggy's ``HookImpl`` untouched, and ordering markers and wrappers work as declared (the
+    markers travel with the wrapped function)."""
+
+    def __init__(self, plugin: object, name: str, pm: pluggy.PluginManager) -> None:
+        self.__dict__["_plugin"] = plugin
+        marker = f"{hookspecs.PROJECT_NAME}_impl"
+        for attr in dir(plugin):
+            opts = pm.parse_hookimpl_opts(plugin, attr)
+            if opts is None:
+                continue
+            function = getattr(plugin, attr)
+            hook = opts.get("specname") or attr
+            if hook in OBSERVER_HOOKS and not (opts.get("wrapper") or opts.get("hookwrapper")):
+                function = _guarded(function, name, hook)
+                setattr(function, marker, dict(opts))
+            self.__dict__[attr] = function
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.__dict__["_plugin"], attr)
+
+    def __repr__(self) -> str:
+        return f"<agentcompass plugin {self.__dict__['_plugin']!r}>"
+
+
 @attrs.define
 class PluginHost:
     """A plugin manager plus what its plugins registered. Build one with :func:`load_plugins`."""
@@ -122,6 +149,7 @@ class PluginHost:
         record = record or PluginRecord(name=name, module=getattr(plugin, "__name__", None))
         self.records[name] = record
         try:
+            plugin = _Registered(plugin, name, self.pm)
             self.pm.register(plugin, name=name)
         except Exception as exc:  # a name clash or a hookimpl that does not match its spec
             record.error = f"registration failed: {describe(exc)}"
@@ -133,7 +161,6 @@ class PluginHost:
             self.pm.unregister(name=name)
             record.error = describe(exc)
             return record
-        self._guard_observers(plugin, name)
         for reg in registrations:
             self.registry[reg.kind][reg.name] = reg
         record.loaded = True
@@ -185,12 +212,6 @@ class PluginHost:
 
             self._only(plugin, hook_name)(register=register)
         return collected
-
-    def _guard_observers(self, plugin: object, plugin_name: str) -> None:
-        for hook_name in OBSERVER_HOOKS:
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-                if impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper):
-                    impl.function = _guarded(impl.function, plugin_name, hook_name)
 
     def add_commands(self, group: click.Group) -> None:
         """Let every loaded plugin add its commands to ``group`` (``register_commands``), each on its own: a

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from agentcompass.cli.common import emit_json, plugin_host
+from agentcompass.cli.common import emit_json, observing, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
 from agentcompass.exit_codes import ExitCode
 
@@ -33,7 +33,7 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
     """
     import asyncio
 
-    from agentcompass.cli.progress import Progress
+    from agentcompass.cli.progress import ConsoleReporter
     from agentcompass.cli.render import summary_text
     from agentcompass.runner import Runner
     from agentcompass.runtime.types import RunRequest
@@ -45,13 +45,11 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
     request = RunRequest(benchmark="", harness="", model="", role_models={"judge": judge_model} if judge_model else {},
                          **overrides)
     _warn_if_unfinished(run_dir)
-    progress = Progress(enabled=True)
-    runner = Runner(plugin_host(ctx), request, run_dir=output, rescore_from=run_dir, on_result=progress.task_done,
-                    on_start=progress.start, given=frozenset(overrides),
-                    on_warning=lambda w: click.echo(f"warning: {w}", err=True))
-    with cli_errors():
+    host, console = plugin_host(ctx), ConsoleReporter(enabled=True)
+    runner = Runner(host, request, run_dir=output, rescore_from=run_dir, given=frozenset(overrides))
+    with cli_errors(), observing(host, console):
         outcome = asyncio.run(runner.run())
-    progress.stop()
+    console.stop()
     emit_json(unstructure(outcome.summary)) if as_json else click.echo(summary_text(outcome.summary))
     ctx.exit(outcome.exit_code)
 

@@ -1,6 +1,10 @@
 """Progress on stderr. The run directory first; then, on a terminal, one live status line (done / running /
 errored / rate / ETA / cost so far); one plain line per finished task when stderr is not a terminal or when
-asked (``--task-lines``)."""
+asked (``--task-lines``); the warnings a run has for the user, and what a Ctrl-C does.
+
+The console is an observer of the same hooks every plugin sees (pytest's terminal output is a plugin too):
+:class:`ConsoleReporter` implements them and draws with :class:`Progress`; the CLI registers it on the run's
+plugin host for the run (:func:`agentcompass.cli.common.observing`)."""
 
 from __future__ import annotations
 
@@ -11,10 +15,9 @@ from typing import Any
 
 import click
 
-from agentcompass.runtime.types import RunResult, TaskStatus
-
-#: What the runner tells the live status on demand: tasks in flight and the cost so far (``None``: unknown).
-LiveFigures = Callable[[], tuple[int, float | None]]
+from agentcompass.hookspecs import hookimpl
+from agentcompass.runtime.records import LiveFigures, TaskEvent
+from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
 
 
 def task_label(result: RunResult, trials: int = 1) -> str:
@@ -41,10 +44,10 @@ class Progress:
         self.errored = 0
         self._done_here = 0
         self._started = time.monotonic()
-        self._figures: LiveFigures | None = None
+        self._figures: Callable[[], LiveFigures] | None = None
 
     def start(self, total: int, already_done: int, trials: int = 1, run_dir: str | None = None,
-              figures: LiveFigures | None = None) -> None:
+              figures: Callable[[], LiveFigures] | None = None) -> None:
         self.trials, self.total, self.done, self._figures = trials, total, already_done, figures
         self._started = time.monotonic()
         if not self.enabled:
@@ -63,7 +66,8 @@ class Progress:
 
     def status_line(self) -> str:
         """``done 3/22  running 2  errored 1  rate 4.1/min  ETA 1:05  cost 0.0123 USD``."""
-        running, cost = self._figures() if self._figures is not None else (0, None)
+        figures = self._figures() if self._figures is not None else LiveFigures(0)
+        running, cost = figures.in_flight, figures.cost_usd
         elapsed = max(time.monotonic() - self._started, 1e-9)
         rate = self._done_here / elapsed * 60
         left = self.total - self.done
@@ -95,3 +99,45 @@ class Progress:
         if self._live is not None:
             self._live.stop()
             self._live = None
+
+
+class ConsoleReporter:
+    """The console's observer plugin: what a run announces through the hooks, drawn by :class:`Progress`.
+    Register it on the run's plugin host for the run (:func:`agentcompass.cli.common.observing`)."""
+
+    def __init__(self, enabled: bool = True, task_lines: bool | None = None) -> None:
+        self.progress = Progress(enabled=enabled, task_lines=task_lines)
+        #: The names of the signals the run received, in order.
+        self.signals: list[str] = []
+
+    @hookimpl
+    def agentcompass_run_started(self, request: RunRequest, run_dir: str, n_work: int, n_finished: int,
+                                 figures: Callable[[], LiveFigures]) -> None:
+        self.progress.start(n_work, n_finished, request.trials, run_dir, figures)
+
+    @hookimpl
+    def agentcompass_task_event(self, event: TaskEvent) -> None:
+        if event.event != "task.finished":
+            return
+        progress = self.progress
+        result = RunResult(task_id=event.task_id, status=TaskStatus(event.status), attempt=event.attempt,
+                           trial=event.trial, metrics=dict(event.metrics), error=event.error)
+        progress.task_done(result, progress.done + 1, progress.total)
+
+    @hookimpl
+    def agentcompass_run_warning(self, message: str) -> None:
+        click.echo(f"warning: {message}", err=True)
+
+    @hookimpl
+    def agentcompass_run_signal(self, signal: str, count: int) -> None:
+        self.signals.append(signal)
+        self.progress.stop()
+        if count == 1:
+            click.echo(f"{signal}: stopping; closing environments and keeping finished results…", err=True)
+        else:
+            click.echo(f"{signal}: still stopping; the clean-up finishes on its own (it cannot be skipped)",
+                       err=True)
+
+    def stop(self) -> None:
+        """End the live status line (before the summary is printed)."""
+        self.progress.stop()

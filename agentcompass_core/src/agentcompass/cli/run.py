@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from agentcompass.cli.common import emit_json, plugin_host
+from agentcompass.cli.common import emit_json, observing, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors, parse_pairs
 from agentcompass.exit_codes import ExitCode
 from agentcompass.run_config import (
@@ -197,7 +197,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     """
     import asyncio
 
-    from agentcompass.cli.progress import Progress
+    from agentcompass.cli.progress import ConsoleReporter
     from agentcompass.runner import Runner
 
     if resume is not None and output is not None and output != resume:
@@ -220,36 +220,25 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         if changes:
             click.echo(f"warning: the plugins differ from those {config.path} was run with: {'; '.join(changes)} "
                        "— results may differ", err=True)
+    if otel:
+        enable_otel(host)
     # What the user chose (a recorded run's options are not: they only repeat what it ran).
     chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
                                      else frozenset())
-    progress = Progress(enabled=True, task_lines=task_lines)
-    signals_seen: list[str] = []
-
-    def on_signal(name: str, count: int) -> None:
-        signals_seen.append(name)
-        progress.stop()
-        if count == 1:
-            click.echo(f"{name}: stopping; closing environments and keeping finished results…", err=True)
-        else:
-            click.echo(f"{name}: still stopping; the clean-up finishes on its own (it cannot be skipped)", err=True)
-
-    runner = Runner(host, request, run_dir=resume or output, resume=resume is not None,
-                    on_result=progress.task_done, on_start=progress.start, on_signal=on_signal,
-                    given=chosen,
-                    on_warning=lambda w: click.echo(f"warning: {w}", err=True))
-    with cli_errors():
+    console = ConsoleReporter(enabled=True, task_lines=task_lines)
+    runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen)
+    with cli_errors(), observing(host, console):
         try:
             outcome = asyncio.run(runner.run())
         except KeyboardInterrupt:  # a Ctrl-C outside the run's own handling: before it started, or as it closed
             _ignore_signals()
-            progress.stop()
+            console.stop()
             click.echo("Interrupted; finished results are kept (resume with agentcompass run --resume RUN_DIR)."
-                       if signals_seen else "Interrupted before the run started; nothing was recorded.", err=True)
+                       if console.signals else "Interrupted before the run started; nothing was recorded.", err=True)
             ctx.exit(ExitCode.INTERRUPTED)
-    if signals_seen or outcome.interrupted:
+    if console.signals or outcome.interrupted:
         _ignore_signals()  # the run is over and recorded: a late Ctrl-C must not turn exit 130 into a kill
-    progress.stop()
+    console.stop()
     summary = outcome.summary
     if as_json:
         from agentcompass.serialization import unstructure

@@ -50,6 +50,20 @@ class TaskEvent:
 
 
 @dataclass(frozen=True)
+class LiveFigures:
+    """What a run's live display shows beside its task counts, read on demand through the ``figures`` callable
+    that ``agentcompass_run_started`` passes.
+
+    :param in_flight: attempts handed to the executor and not reported yet.
+    :param cost_usd: what the run's model calls cost so far, a resume's earlier part included; ``None`` when a
+        model's prices are unknown.
+    """
+
+    in_flight: int
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
 class ModelCallEvent:
     """What the observer hook ``agentcompass_model_call`` receives: one model call of a task attempt, ended
     (answered or failed), as its trajectory record holds it — without the messages, the reply or anything else
