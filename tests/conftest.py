@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 from agentcompass.plugins import PluginHost, load_plugins
+from hypothesis import settings
 
 from tests.helpers import testing_plugin
+
+#: Speed is measured by the bench/ scripts, never by tests: no hypothesis deadline (on a loaded machine one
+#: example's time says nothing about the code, and a deadline only makes property tests flaky).
+settings.register_profile("agentcompass", deadline=None)
+settings.load_profile("agentcompass")
 
 
 @pytest.fixture
