@@ -240,7 +240,8 @@ class RunOptions:
     def parse(cls, data: Mapping[str, Any], source: str, spell: Callable[[str], str] | None = None,
               base_dir: Path | None = None) -> RunOptions:
         """Check one layer of options: every key known, every value of its type and range. ``source`` names
-        where they come from in errors (a file, ``suite.toml [[run]] 'x'``); ``spell`` how a key is shown
+        where they come from in errors (a file, ``suite.toml [[run]] 'x'``; ``""``: no prefix, as for the command
+        line); ``spell`` how a key is shown
         (default: the key; the command line passes its flags). ``[models.agent]`` folds into ``model``,
         ``model_base_url``, ``model_api_key_env``, ``model_args`` (giving both, differing, is an error), and
         ``[models.user|judge].model`` into ``user_model`` / ``judge_model``. A relative ``prices`` path is
@@ -277,9 +278,6 @@ class RunOptions:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
-
-    def without(self, *keys: str) -> RunOptions:
-        return RunOptions({k: v for k, v in self.values.items() if k not in keys})
 
     def given_fields(self) -> frozenset[str]:
         """The request fields these options set (``Runner(given=...)``: on resume they override the saved ones)."""
@@ -406,6 +404,7 @@ class RunConfig:
 
     @property
     def is_recorded_run(self) -> bool:
+        """Read from a run's ``run.json`` (its options repeat what it ran; the user did not choose them now)."""
         return self.plugins is not None
 
 

@@ -1,7 +1,9 @@
 """``agentcompass run``: the command-line face of :class:`~agentcompass.runner.Runner`.
 
-Each option maps to the :class:`~agentcompass.runtime.RunRequest` field of the same name, and its default is
-that field's default: the request is the one place defaults are written.
+Each option is a run option of :mod:`agentcompass.run_config` (its long name with ``_`` for ``-``), and its
+default is its :class:`~agentcompass.runtime.RunRequest` field's: the request is the one place defaults are
+written. The flags given, a ``--config`` file's options and a ``--rerun``'s recorded ones all become the request
+through :class:`~agentcompass.run_config.RunOptions`, so the file and the flags cannot drift apart.
 """
 
 from __future__ import annotations
@@ -214,7 +216,8 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         raise CLIError(f"run needs BENCHMARK HARNESS MODEL (or --config FILE, or --resume RUN_DIR){where}; "
                        "e.g. agentcompass run example_interactive none mock")
     host = plugin_host(ctx)
-    if config is not None and config.plugins is not None:
+    if config is not None and config.is_recorded_run:
+        assert config.plugins is not None
         installed = {name: r.version for name, r in host.records.items() if r.loaded}
         changes = plugin_version_changes(config.plugins, installed)
         if changes:
@@ -223,7 +226,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     if otel:
         enable_otel(host)
     # What the user chose (a recorded run's options are not: they only repeat what it ran).
-    chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
+    chosen = given.given_fields() | (config.options.given_fields() if config and not config.is_recorded_run
                                      else frozenset())
     console = ConsoleReporter(enabled=True, task_lines=task_lines)
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen)
