@@ -393,20 +393,3 @@ def test_any_input_is_a_request_or_a_run_config_error(data, models):
         assert str(exc).startswith("f.toml: ")
     else:
         assert isinstance(req, RunRequest)
-
-
-def test_evaluate_with_another_judge_drops_the_old_judges_server_and_key():
-    from types import SimpleNamespace
-
-    from agentcompass.rescoring import RescoreSource
-
-    old = RunOptions.parse({"benchmark": "b", "harness": "h", "model": "mock", "judge_model": "openai-compatible/j",
-                            "models": {"judge": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "J_KEY"},
-                                       "user": {"base_url": "http://127.0.0.1:8/v1"}}}, "x").request()
-    source = RescoreSource(Path("r"), None, SimpleNamespace(request=old), {})  # type: ignore[arg-type]
-    same = source.request(RunRequest(benchmark="", harness="", model="", role_models={"judge": "openai-compatible/j"}),
-                          "id1")
-    assert same.role_settings == old.role_settings
-    other = source.request(RunRequest(benchmark="", harness="", model="", role_models={"judge": "openai/gpt-4o"}),
-                           "id2")
-    assert other.role_models["judge"] == "openai/gpt-4o" and set(other.role_settings) == {"user"}

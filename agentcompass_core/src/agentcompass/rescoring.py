@@ -47,14 +47,10 @@ class RescoreSource:
         """The source's request, with a new run id, the judge model given now, and the overridden fields."""
         old = self.info.request
         roles = dict(old.role_models)
-        settings = dict(old.role_settings)
         if given.role_models.get("judge"):
-            if given.role_models["judge"] != roles.get("judge"):
-                settings.pop("judge", None)  # the old judge's server and key are not the new judge's
             roles["judge"] = given.role_models["judge"]
         changed = {f: getattr(given, f) for f in OVERRIDABLE if f in overrides}
-        return replace(old, run_id=run_id, role_models=roles, role_settings=settings, task_ids=(), limit=None,
-                       **changed)
+        return replace(old, run_id=run_id, role_models=roles, task_ids=(), limit=None, **changed)
 
     def check(self, benchmark: BaseBenchmark, tasks: Sequence[TaskSpec]) -> list[TaskSpec]:
         """The benchmark's tasks that the source run finished; refuse what cannot be scored again."""

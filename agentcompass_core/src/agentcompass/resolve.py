@@ -13,6 +13,8 @@ from typing import Any
 import attrs
 
 from agentcompass.errors import AgentCompassError, PluginError, UsageError, describe
+from agentcompass.models.call_sources import check as check_call_sources
+from agentcompass.models.call_sources import check_together as check_call_sources_together
 from agentcompass.models.roles import role_models
 from agentcompass.plugins import PluginHost
 from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
@@ -96,6 +98,7 @@ class Resolved:
 
 def resolve(host: PluginHost, req: RunRequest) -> Resolved:
     """Look up and construct the request's plugins; any mismatch is a UsageError before work starts."""
+    check_call_sources_together(req)
     benchmark = construct_plugin(
         "benchmark", req.benchmark, host.factory("benchmark", req.benchmark), req.benchmark_args
     )
@@ -258,6 +261,7 @@ def check_request(req: RunRequest) -> None:
     if req.seed is not None and not 0 <= req.seed < SEED_LIMIT:
         raise UsageError(f"--seed must be from 0 to {SEED_LIMIT - 1}, got {req.seed}")
     check_gateway_host(req.gateway_host)
+    check_call_sources(req)
     if req.limit is not None and req.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {req.limit} (leave it out to run every task)")
     if req.timeout is not None:

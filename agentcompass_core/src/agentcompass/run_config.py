@@ -110,8 +110,9 @@ def _kind(hint: Any) -> tuple[str, bool]:
     return hint.__name__, nullable
 
 
-_WHAT = {"str": "a string", "int": "an integer", "float": "a number", "str_table": "a table of KEY = VALUE",
-         "float_table": "a table of NAME = SECONDS", "str_list": "a list of strings"}
+_WHAT = {"bool": "true or false", "str": "a string", "int": "an integer", "float": "a number",
+         "str_table": "a table of KEY = VALUE", "float_table": "a table of NAME = SECONDS",
+         "str_list": "a list of strings"}
 
 
 def _type_name(value: Any) -> str:
@@ -153,6 +154,10 @@ class _Check:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise bad
             return float(value)
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise bad
+            return value
         if kind == "str_list":
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise bad
@@ -240,8 +245,7 @@ class RunOptions:
     def parse(cls, data: Mapping[str, Any], source: str, spell: Callable[[str], str] | None = None,
               base_dir: Path | None = None) -> RunOptions:
         """Check one layer of options: every key known, every value of its type and range. ``source`` names
-        where they come from in errors (a file, ``suite.toml [[run]] 'x'``; ``""``: no prefix, as for the command
-        line); ``spell`` how a key is shown
+        where they come from in errors (a file, ``suite.toml [[run]] 'x'``); ``spell`` how a key is shown
         (default: the key; the command line passes its flags). ``[models.agent]`` folds into ``model``,
         ``model_base_url``, ``model_api_key_env``, ``model_args`` (giving both, differing, is an error), and
         ``[models.user|judge].model`` into ``user_model`` / ``judge_model``. A relative ``prices`` path is
@@ -260,8 +264,9 @@ class RunOptions:
                 raise _unknown(source, str(key), all_keys())
         if "models" in data:  # after the options it may repeat
             values.update(_fold_models(check, data["models"], values))
-        if values.get("prices"):
-            values["prices"] = str(((base_dir or Path.cwd()) / Path(values["prices"]).expanduser()).resolve())
+        for key in ("prices", "replay", "cache"):  # paths, from where they were written
+            if values.get(key):
+                values[key] = str(((base_dir or Path.cwd()) / Path(values[key]).expanduser()).resolve())
         for key in ("model_api_key_env",):
             check.env_name(key, values.get(key))
         _check_ranges(check, values)
@@ -278,6 +283,9 @@ class RunOptions:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
+
+    def without(self, *keys: str) -> RunOptions:
+        return RunOptions({k: v for k, v in self.values.items() if k not in keys})
 
     def given_fields(self) -> frozenset[str]:
         """The request fields these options set (``Runner(given=...)``: on resume they override the saved ones)."""
@@ -404,7 +412,6 @@ class RunConfig:
 
     @property
     def is_recorded_run(self) -> bool:
-        """Read from a run's ``run.json`` (its options repeat what it ran; the user did not choose them now)."""
         return self.plugins is not None
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from agentcompass.errors import ResultsError, UsageError
+from agentcompass.models.call_sources import default_seed
 from agentcompass.models.gateway import prune_socket_dirs
 from agentcompass.redaction import Redactor
 from agentcompass.rescoring import RescoreSource
@@ -26,7 +27,6 @@ from agentcompass.results.run_dir import RunDirectory
 from agentcompass.runtime.attempt_spec import Rescore
 from agentcompass.runtime.benchmark import BaseBenchmark
 from agentcompass.runtime.records import RunInfo
-from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import RoleModelSettings, RunRequest, RunResult, TaskSpec
 
 #: (task id, trial).
@@ -132,7 +132,7 @@ class NewRun(RunMode):
 
     def request(self, given: RunRequest) -> RunRequest:
         return replace(given, run_id=given.run_id or new_run_id(),
-                       seed=given.seed if given.seed is not None else new_run_seed())
+                       seed=given.seed if given.seed is not None else default_seed(given))
 
     def open_store(self, req: RunRequest, redactor: Redactor) -> RunDirectory:
         return RunDirectory.create(self.run_dir or Path("runs") / req.run_id, redactor)

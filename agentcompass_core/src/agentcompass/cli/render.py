@@ -59,6 +59,13 @@ def usage_text(summary: RunSummary) -> str | None:
             r_cost = f", {retried.cost_usd:.4f} USD" if retried.cost_usd is not None else ""
             line += (f" (of which retried or cut-short attempts: {retried.calls} calls, "
                      f"{retried.prompt_tokens + retried.completion_tokens} tokens{r_cost})")
+        sources = [f"{u.replayed} replayed"] if u.replayed else []
+        sources += [f"{u.replay_live} live (replay misses)"] if u.replay_live else []
+        if u.cache_hits:
+            saved = f", {u.cache_saved_usd:.4f} USD" if u.cache_saved_usd is not None else ""
+            sources.append(f"{u.cache_hits} from the cache, saving {u.cache_saved_tokens} tokens{saved}")
+        if sources:
+            line += f" [{'; '.join(sources)}]"
         parts.append(line)
     return "usage — " + "; ".join(parts)
 

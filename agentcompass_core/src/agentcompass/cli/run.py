@@ -1,9 +1,7 @@
 """``agentcompass run``: the command-line face of :class:`~agentcompass.runner.Runner`.
 
-Each option is a run option of :mod:`agentcompass.run_config` (its long name with ``_`` for ``-``), and its
-default is its :class:`~agentcompass.runtime.RunRequest` field's: the request is the one place defaults are
-written. The flags given, a ``--config`` file's options and a ``--rerun``'s recorded ones all become the request
-through :class:`~agentcompass.run_config.RunOptions`, so the file and the flags cannot drift apart.
+Each option maps to the :class:`~agentcompass.runtime.RunRequest` field of the same name, and its default is
+that field's default: the request is the one place defaults are written.
 """
 
 from __future__ import annotations
@@ -87,6 +85,19 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
      {"multiple": True, "metavar": "VAR",
       "help": "Mask this variable's value in everything the run writes (repeatable); credential-named "
               "variables (*_API_KEY, *_TOKEN, *_SECRET, ...) are masked without it."}),
+    ("replay", (),
+     {"metavar": "RUN_DIR",
+      "help": "Answer every model call from this recorded run (no provider needed); a call it does not hold "
+              "fails its task naming the first difference."}),
+    ("replay_miss", (),
+     {"type": click.Choice(["error", "live"]),
+      "help": "What a replayed call missing from the recording does: fail its task, or go to the live model."}),
+    ("replay_latency", (),
+     {"is_flag": True, "help": "Replay each call after its recorded latency (default: at once)."}),
+    ("cache", (),
+     {"metavar": "DIR", "help": "Answer repeated model calls from this cache directory (shared across runs)."}),
+    ("cache_expiry", (),
+     {"metavar": "AGE", "help": "Ignore cache entries older than AGE (seconds, or 30m, 12h, 7d)."}),
     ("prices", (),
      {"type": click.Path(dir_okay=False), "metavar": "FILE",
       "help": "JSON price table (USD per 1M input/output tokens) extending the built-in one; also "
@@ -216,8 +227,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         raise CLIError(f"run needs BENCHMARK HARNESS MODEL (or --config FILE, or --resume RUN_DIR){where}; "
                        "e.g. agentcompass run example_interactive none mock")
     host = plugin_host(ctx)
-    if config is not None and config.is_recorded_run:
-        assert config.plugins is not None
+    if config is not None and config.plugins is not None:
         installed = {name: r.version for name, r in host.records.items() if r.loaded}
         changes = plugin_version_changes(config.plugins, installed)
         if changes:
@@ -226,7 +236,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     if otel:
         enable_otel(host)
     # What the user chose (a recorded run's options are not: they only repeat what it ran).
-    chosen = given.given_fields() | (config.options.given_fields() if config and not config.is_recorded_run
+    chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
                                      else frozenset())
     console = ConsoleReporter(enabled=True, task_lines=task_lines)
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen)

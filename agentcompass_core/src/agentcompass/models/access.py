@@ -29,6 +29,24 @@ class ModelGrant:
     revoke: Callable[[], None] = _nothing_to_revoke
 
 
+class CallSource(Protocol):
+    """Where model calls are answered from besides the live model: a decorator of the role clients, installed
+    for the run by :func:`agentcompass.models.call_sources.call_sources` (``--replay``, ``--cache``).
+
+    Each attempt's clients pass through :meth:`decorate` before they are metered, in process and behind the
+    gateway alike, so what it returns sees every call — ``chat``, ``stream`` and ``native`` (passthrough) —
+    and tells the trajectory where an answer came from (``metadata={"source": ...}``).
+    """
+
+    def decorate(self, clients: Mapping[str, ModelClient], meter: TaskMeter) -> dict[str, ModelClient]:
+        """The clients one attempt (``meter.task_id``, ``meter.trial``) uses instead of ``clients``."""
+        ...
+
+    def provenance(self) -> dict[str, object]:
+        """What ``run.json`` records of this source (``{"replay": {"run_dir", "run_id", ...}}``)."""
+        ...
+
+
 class ModelAccess(Protocol):
     """Issues a task attempt its model clients (in-process) and endpoints (through the gateway).
 

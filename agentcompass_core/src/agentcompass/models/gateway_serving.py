@@ -221,7 +221,7 @@ async def _passthrough(gateway: ModelGateway, request: web.Request, codec: Codec
     try:
         call = client.begin(canonical.messages, canonical.tools, protocol=codec.name,
                             endpoint=endpoint_of(codec.name, native.path),
-                            stream=native.stream, passthrough=True)
+                            stream=native.stream, passthrough=True, params=canonical.params)
     except Exception as exc:
         status, payload, headers = _failure(gateway, codec, role, exc)
         return web.json_response(payload, status=status, headers=headers)
@@ -233,6 +233,7 @@ async def _passthrough(gateway: ModelGateway, request: web.Request, codec: Codec
             raise
         status, payload, headers = _failure(gateway, codec, role, exc)
         return web.json_response(payload, status=status, headers=headers)
+    call.note(reply.metadata)
     if reply.chunks is None and reply.status == 200 and native.stream:
         return await _stream_whole(gateway, request, codec, canonical, call, reply, role)
     if reply.chunks is None or reply.status != 200:

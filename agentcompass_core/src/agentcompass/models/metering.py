@@ -25,6 +25,7 @@ import attrs
 
 from agentcompass.errors import describe
 from agentcompass.models.budget import BUDGETED_ROLES, LimitReached, RunBudget, RunStopped
+from agentcompass.models.call_key import recorded_params, request_key, tool_digests
 from agentcompass.models.prices import Price
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, StreamEvent
@@ -62,6 +63,17 @@ class CallRecord:
     #: Seconds from the call to the first piece of the answer (streamed calls).
     ttft_s: float | None = None
     stream: bool = False
+    #: The canonical key of the request (:func:`agentcompass.models.call_key.request_key`: messages, tools and
+    #: settings, normalised), what ``--replay`` matches calls on; the settings it holds; a digest of each tool's
+    #: schema (beside ``tools``, their names).
+    request_key: str = ""
+    params: dict[str, Any] | None = None
+    tool_digests: list[str] = attrs.field(factory=list)
+    #: Where the answer came from when not from the live model: ``replay`` (the recording ``--replay`` names),
+    #: ``cache`` (``--cache``) or ``live`` (a replay miss sent to the live model, ``--replay-miss live``).
+    source: str | None = None
+    #: For a cache hit: what the call would have cost (``cost_usd`` is then 0).
+    saved_cost_usd: float | None = None
 
     def bound(self, redactor: Redactor | None, limit: int | None = None) -> None:
         """Cut the record to ``limit`` bytes of JSON (masking what is cut with ``redactor`` first)."""
@@ -204,6 +216,8 @@ class TaskMeter:
     trial: int = 1
     #: Told of every call record as it is kept (the runner's model-call observers), or ``None``.
     on_call: Callable[[CallRecord], None] | None = None
+    #: The first call nothing could answer (:class:`CallUnanswerable`, a replay miss): the attempt's error.
+    unanswerable: str | None = None
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per role: calls, prompt/completion tokens, summed latency, errors, and cost when priced."""
@@ -219,6 +233,12 @@ class TaskMeter:
             t["errors"] += c.error is not None
             if c.cost_usd is not None:
                 t["cost_usd"] = t.get("cost_usd", 0.0) + c.cost_usd
+            if c.source:  # only runs that replay or cache carry these keys
+                t[SOURCE_COUNTS[c.source]] = t.get(SOURCE_COUNTS[c.source], 0) + 1
+                if c.source == "cache":
+                    t["cache_saved_tokens"] = t.get("cache_saved_tokens", 0) + c.prompt_tokens + c.completion_tokens
+                    if c.saved_cost_usd is not None:
+                        t["cache_saved_usd"] = t.get("cache_saved_usd", 0.0) + c.saved_cost_usd
         return out
 
     def check(self, role: str) -> None:
@@ -246,7 +266,11 @@ class TaskMeter:
 
     def settle(self, result: RunResult) -> RunResult:
         """The run phase's result, corrected by what the meter saw: a refused call makes it ``LIMIT_REACHED``
-        (whatever the code that made the call did with the refusal); a fatal model error names the cause."""
+        (whatever the code that made the call did with the refusal); a call nothing could answer (a replay miss)
+        makes it ``RUN_ERROR`` naming the call; a fatal model error names the cause."""
+        if self.unanswerable:
+            return replace(result, status=TaskStatus.RUN_ERROR, error=self.unanswerable, error_phase="run",
+                           metrics={})
         if self.limit_reached:
             return replace(
                 result, status=TaskStatus.LIMIT_REACHED, error=self.limit_reached, error_phase="run", metrics={}
@@ -255,6 +279,18 @@ class TaskMeter:
         if why and result.status is TaskStatus.RUN_ERROR:
             return replace(result, error=why)
         return result
+
+
+#: The counter of :meth:`TaskMeter.totals` each answer source adds to.
+SOURCE_COUNTS = {"replay": "replayed", "cache": "cache_hits", "live": "replay_live"}
+
+
+class CallUnanswerable(ModelError):
+    """A call nothing may answer (a replay miss): the attempt ends as a ``RUN_ERROR`` naming it, whatever its
+    harness or agent made of the error. Neither retryable nor fatal: the other tasks go on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=400)
 
 
 def is_outage(exc: ModelError) -> bool:
@@ -293,12 +329,16 @@ class MeteredModel(ModelClient):
             self.meter.on_call(record)
 
     def begin(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None, *,
-              protocol: str = "", endpoint: str = "", stream: bool = False, passthrough: bool = False) -> MeteredCall:
-        """Start recording one call (raises :class:`LimitReached` when a budget refuses it)."""
+              protocol: str = "", endpoint: str = "", stream: bool = False, passthrough: bool = False,
+              params: Mapping[str, Any] | None = None) -> MeteredCall:
+        """Start recording one call (raises :class:`LimitReached` when a budget refuses it). ``params`` are
+        the generation settings the call is made with (what its key holds)."""
         record = CallRecord(
             role=self.role, model=self.model, started_at=time.time(), latency_s=0.0, messages=list(messages),
             tools=[_tool_name(t) for t in tools or ()], response=None, via=self.via, protocol=protocol,
-            endpoint=endpoint, stream=stream, passthrough=passthrough)
+            endpoint=endpoint, stream=stream, passthrough=passthrough,
+            request_key=request_key(messages, tools, params), params=recorded_params(params),
+            tool_digests=tool_digests(tools))
         call = MeteredCall(self, record)
         try:
             self.meter.check(self.role)
@@ -316,9 +356,10 @@ class MeteredModel(ModelClient):
         endpoint: str = "",
         **params: Any,
     ) -> ChatResponse:
-        call = self.begin(messages, tools, protocol=protocol, endpoint=endpoint)
+        params = self._seeded(params)
+        call = self.begin(messages, tools, protocol=protocol, endpoint=endpoint, params=params)
         try:
-            response = await self.inner.chat(messages, tools=tools, **self._seeded(params))
+            response = await self.inner.chat(messages, tools=tools, **params)
         except BaseException as exc:
             call.fail(exc)
             raise
@@ -336,10 +377,11 @@ class MeteredModel(ModelClient):
     ) -> AsyncGenerator[StreamEvent, None]:
         """The inner client's stream, recorded: time to first token, budgets checked between pieces (a spent
         budget ends the stream with :class:`LimitReached`), the whole answer when it ends."""
-        call = self.begin(messages, tools, protocol=protocol, endpoint=endpoint, stream=True)
+        params = self._seeded(params)
+        call = self.begin(messages, tools, protocol=protocol, endpoint=endpoint, stream=True, params=params)
         pieces = StreamAssembler()
         try:
-            async with contextlib.aclosing(self.inner.stream(messages, tools=tools, **self._seeded(params))) as events:
+            async with contextlib.aclosing(self.inner.stream(messages, tools=tools, **params)) as events:
                 async for event in events:
                     if isinstance(event, StreamEnd):
                         call.finish(event.response)
@@ -397,6 +439,12 @@ class MeteredCall:
                 raise LimitReached(f"limit reached: max_tokens_per_task={meter.max_tokens} (used about {used}, "
                                    "in the middle of a streamed answer)", limit="max_tokens_per_task")
 
+    def note(self, metadata: Mapping[str, Any] | None) -> None:
+        """Take what the answer says of itself: its ``source`` (``replay``, ``cache``, ``live``)."""
+        source = (metadata or {}).get("source")
+        if isinstance(source, str) and source in SOURCE_COUNTS:
+            self.record.source = source
+
     def fail(self, exc: BaseException) -> None:
         if self.done:
             return
@@ -405,7 +453,9 @@ class MeteredCall:
         record.latency_s = time.perf_counter() - self.t0
         record.error = str(exc) if isinstance(exc, ModelError) else describe(exc) if isinstance(
             exc, Exception) else f"cancelled ({type(exc).__name__})"
-        if isinstance(exc, LimitReached):
+        if isinstance(exc, CallUnanswerable):
+            meter.unanswerable = meter.unanswerable or str(exc)
+        elif isinstance(exc, LimitReached):
             meter.limit_reached = meter.limit_reached or str(exc)
         elif isinstance(exc, ModelError):
             record.attempts = int(getattr(exc, "attempts", 1) or 1)
@@ -427,6 +477,7 @@ class MeteredCall:
         record.latency_s = time.perf_counter() - self.t0
         if self.record.stream and record.ttft_s is None:
             record.ttft_s = record.latency_s
+        self.note(response.metadata)
         usage = response.usage
         record.response = dict(response.message)
         record.prompt_tokens = usage.prompt_tokens
@@ -438,7 +489,10 @@ class MeteredCall:
         if role in BUDGETED_ROLES:
             meter.tokens_used += usage.total_tokens
         price = meter.prices.get(role)
-        if price is not None:
+        if price is not None and record.source == "cache":  # paid for by the run that stored it
+            record.saved_cost_usd = price.cost(usage.prompt_tokens, usage.completion_tokens)
+            record.cost_usd = 0.0
+        elif price is not None:
             record.cost_usd = price.cost(usage.prompt_tokens, usage.completion_tokens)
             if meter.budget is not None:
                 meter.budget.add_cost(record.cost_usd)

@@ -12,8 +12,9 @@ from typing import Any
 import attrs
 
 from agentcompass.errors import UsageError
-from agentcompass.models.access import ModelGrant
+from agentcompass.models.access import CallSource, ModelGrant
 from agentcompass.models.budget import RunBudget
+from agentcompass.models.call_sources import call_sources
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
 from agentcompass.models.prices import Price, PriceTable
@@ -132,8 +133,12 @@ class GatewayModelAccess:
     #: Shared by every attempt: cost so far, limits, and the run's stop signal.
     budget: RunBudget = attrs.field(factory=RunBudget)
     prices: dict[str, Price | None] = attrs.field(factory=dict)
+    #: Decorators of each attempt's clients (``--replay``, ``--cache``); by default those the request asks for.
+    sources: tuple[CallSource, ...] | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.sources is None:
+            self.sources = call_sources(self.request, role_models(self.request)) if self.request is not None else ()
         if self.request is not None:
             self.budget.max_cost = self.request.max_cost
             self.budget.max_tokens_per_task = self.request.max_tokens_per_task
@@ -155,8 +160,11 @@ class GatewayModelAccess:
         meter.budget = self.budget
         meter.max_tokens = self.budget.max_tokens_per_task
         meter.prices = dict(self.prices)
-        token, endpoints = self.gateway.grant(self.clients, meter, self.base_url)
-        return ModelGrant(dict(self.clients), endpoints, lambda: self.gateway.revoke(token))
+        clients: Mapping[str, ModelClient] = self.clients
+        for source in self.sources or ():
+            clients = source.decorate(clients, meter)
+        token, endpoints = self.gateway.grant(clients, meter, self.base_url)
+        return ModelGrant(dict(clients), endpoints, lambda: self.gateway.revoke(token))
 
 
 def spent_usd(results: Any) -> float:

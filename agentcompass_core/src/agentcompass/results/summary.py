@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from agentcompass import __version__
+from agentcompass.models.call_sources import provenance
 from agentcompass.runtime.metrics import MetricContract, aggregate
 from agentcompass.runtime.records import PlannedWork, RoleUsage, RunInfo, RunPlan, RunSummary
 from agentcompass.runtime.types import RunRequest, RunResult, TaskSpec
@@ -25,6 +26,9 @@ def role_usage(results: Iterable[RunResult]) -> dict[str, RoleUsage]:
             calls=int(t.get("calls", 0)), prompt_tokens=int(t.get("prompt_tokens", 0)),
             completion_tokens=int(t.get("completion_tokens", 0)), latency_s=float(t.get("latency_s", 0.0)),
             errors=int(t.get("errors", 0)), cost_usd=float(t["cost_usd"]) if "cost_usd" in t else None,
+            cache_hits=int(t.get("cache_hits", 0)), cache_saved_tokens=int(t.get("cache_saved_tokens", 0)),
+            cache_saved_usd=float(t["cache_saved_usd"]) if "cache_saved_usd" in t else None,
+            replayed=int(t.get("replayed", 0)), replay_live=int(t.get("replay_live", 0)),
         )
         for role, t in totals.items()
     }
@@ -103,6 +107,7 @@ def build_run_info(
         plugins=dict(plugins),
         derived_from=previous.derived_from if previous else derived_from,
         planned=planned,
+        model_calls=provenance(req),
     )
 
 

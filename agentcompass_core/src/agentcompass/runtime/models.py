@@ -201,6 +201,8 @@ class NativeReply:
     #: For an error answer, the provider's reading of it (masked, ``fatal`` when every call will fail so): what
     #: the trajectory records and what stops the run.
     error: Exception | None = None
+    #: Facts about the answer for the trajectory, as ``ChatResponse.metadata`` (``{"source": "replay"}``).
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")

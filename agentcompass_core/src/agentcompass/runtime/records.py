@@ -191,6 +191,13 @@ class RoleUsage:
     latency_s: float = 0.0
     errors: int = 0
     cost_usd: float | None = None
+    #: Calls answered from ``--cache`` and what they saved (tokens, and USD when priced); calls answered from
+    #: ``--replay``'s recording, and replay misses sent to the live model (``--replay-miss live``).
+    cache_hits: int = 0
+    cache_saved_tokens: int = 0
+    cache_saved_usd: float | None = None
+    replayed: int = 0
+    replay_live: int = 0
 
 
 @dataclass(frozen=True)
@@ -272,3 +279,6 @@ class RunInfo:
     schema_version: int = SCHEMA_VERSION
     #: The planned total (``None`` in runs written before it was recorded).
     planned: PlannedWork | None = None
+    #: Where model answers came from besides the live models: ``{"replay": {"run_dir", "run_id", "miss",
+    #: "latency"}}`` for ``--replay``, ``{"cache": {"dir", "expiry_s"}}`` for ``--cache``; ``None`` otherwise.
+    model_calls: Mapping[str, Any] | None = None

@@ -221,6 +221,15 @@ class RunRequest:
     secret_env: tuple[str, ...] = ()
     #: Per-role connection settings (``[models.ROLE]`` of a run config file), by role.
     role_settings: Mapping[str, RoleModelSettings] = field(default_factory=dict)
+    #: ``--replay RUN_DIR``: answer every model call from that recorded run (``--replay-miss error|live``: what
+    #: a call the recording does not hold does; ``--replay-latency``: wait each call's recorded latency).
+    replay: str | None = None
+    replay_miss: str = "error"
+    replay_latency: bool = False
+    #: ``--cache DIR``: a model-answer cache shared across runs; ``--cache-expiry``: how old an entry may be
+    #: (seconds, or ``30m``, ``12h``, ``7d``).
+    cache: str | None = None
+    cache_expiry: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,174 @@
+"""The canonical key of a model request: what replay matches a call on and what the call cache is keyed on.
+
+A request is its canonical messages, tools and generation settings (:mod:`agentcompass.protocols`). Its key is
+the SHA-256 of that triple after :func:`normalise` took out what differs between two attempts of the same work
+although the model sees the same thing:
+
+* temporary paths — a component under the temp directory (``/tmp``, ``$TMPDIR``) named the way ``mkdtemp``
+  names them (``<prefix>-XXXXXXXX`` or ``tmpXXXXXXXX``), as the ``local`` environment's working directories
+  (``/tmp/agentcompass-local-RUN-abcd1234/roman-x1y2z3w4/solution.py`` becomes ``<tmp>/solution.py``);
+* the gateway's per-attempt tokens (``acgw-...``) and its loopback address's port;
+* tool-call ids (numbered in order of appearance instead: the model chose them, the agent only echoes them);
+* settings that identify a session rather than ask for a different answer (:data:`IGNORED_PARAMS`).
+
+The model's name is not part of the key (the cache adds it to its own key). :func:`first_difference` says where
+two requests first differ, for the error a replay miss raises.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: Generation settings left out of the key: they name a session or a delivery, not a different question.
+IGNORED_PARAMS = frozenset({"metadata", "user", "stream", "stream_options", "store", "service_tier",
+                            "prompt_cache_key", "safety_identifier"})
+
+
+def _temp_roots() -> list[str]:
+    roots = {"/tmp", "/var/tmp", tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir())}
+    return sorted((r.rstrip("/") for r in roots if r and r != "/"), key=len, reverse=True)
+
+
+_COMPONENT = r"/(?:[^/\s'\"`<>]*[-_.]|tmp)[a-z0-9_]{8}(?=[/\s'\"`<>:;,.)\]}]|$)"
+_TEMP_PATH = re.compile("(?:" + "|".join(re.escape(r) for r in _temp_roots()) + f")(?:{_COMPONENT})+")
+_TOKEN = re.compile(r"acgw-[A-Za-z0-9_-]{20,}")
+_LOOPBACK = re.compile(r"\b(127\.0\.0\.1|localhost|host\.docker\.internal|\[::1\]):\d{2,5}\b")
+
+
+def normalise_text(text: str) -> str:
+    """``text`` with temporary paths, gateway tokens and loopback ports replaced by placeholders."""
+    if "/" in text:
+        text = _TEMP_PATH.sub("<tmp>", text)
+    if "acgw-" in text:
+        text = _TOKEN.sub("<token>", text)
+    if ":" in text:
+        text = _LOOPBACK.sub(r"\1:<port>", text)
+    return text
+
+
+def _strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return normalise_text(value)
+    if isinstance(value, Mapping):
+        return {str(k): _strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strings(v) for v in value]
+    return value
+
+
+def _renumber_ids(messages: list[Any]) -> list[Any]:
+    """Tool-call ids replaced by ``call#N`` in order of appearance (assistant calls and tool results alike)."""
+    numbers: dict[str, str] = {}
+
+    def number(value: Any) -> Any:
+        if not isinstance(value, str) or not value:
+            return value
+        return numbers.setdefault(value, f"call#{len(numbers) + 1}")
+
+    out = []
+    for message in messages:
+        if not isinstance(message, dict):
+            out.append(message)
+            continue
+        message = dict(message)
+        if isinstance(message.get("tool_calls"), list):
+            message["tool_calls"] = [{**c, "id": number(c.get("id"))} if isinstance(c, dict) else c
+                                     for c in message["tool_calls"]]
+        if "tool_call_id" in message:
+            message["tool_call_id"] = number(message["tool_call_id"])
+        out.append(message)
+    return out
+
+
+def normalise(messages: Sequence[Any], tools: Sequence[Any] | None, params: Mapping[str, Any] | None
+              ) -> dict[str, Any]:
+    """The parts of a request its key is made of (see the module's docstring)."""
+    return {
+        "messages": _renumber_ids(_strings(list(messages))),
+        "tools": _strings(list(tools or ())),
+        "params": _strings({k: v for k, v in (params or {}).items() if k not in IGNORED_PARAMS and v is not None}),
+    }
+
+
+def _digest(value: Any) -> str:
+    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def request_key(messages: Sequence[Any], tools: Sequence[Any] | None = None,
+                params: Mapping[str, Any] | None = None) -> str:
+    """The request's canonical key: 64 hex digits."""
+    return _digest(normalise(messages, tools, params))
+
+
+def tool_digests(tools: Sequence[Any] | None) -> list[str]:
+    """A short digest of each tool's normalised schema (so a miss can name the tool whose schema changed)."""
+    return [_digest(_strings(t))[:12] for t in tools or ()]
+
+
+def recorded_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings a trajectory records of a call (those its key holds)."""
+    return {k: v for k, v in (params or {}).items() if k not in IGNORED_PARAMS and v is not None}
+
+
+# -- where two requests differ ----------------------------------------------------------------------------------
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def _text_diff(old: str, new: str, lines: int = 8) -> str:
+    if "\n" not in old and "\n" not in new:
+        at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+        start = max(0, at - 60)
+        return (f"    recorded: {'...' if start else ''}{old[start:at + 100]!r}\n"
+                f"    now:      {'...' if start else ''}{new[start:at + 100]!r}")
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), "recorded", "now", n=1, lineterm=""))
+    kept = [f"    {line[:200]}" for line in diff[2:2 + lines]]
+    if len(diff) > 2 + lines:
+        kept.append(f"    ... ({len(diff) - 2 - lines} more diff lines)")
+    return "\n".join(kept)
+
+
+def _walk(path: str, old: Any, new: Any) -> tuple[str, Any, Any] | None:
+    if type(old) is not type(new) and not (isinstance(old, int | float) and isinstance(new, int | float)):
+        return path, old, new
+    if isinstance(old, Mapping):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in old or key not in new:
+                return f"{path}.{key}", old.get(key, "<absent>"), new.get(key, "<absent>")
+            found = _walk(f"{path}.{key}", old[key], new[key])
+            if found:
+                return found
+        return None
+    if isinstance(old, list):
+        for i, (a, b) in enumerate(zip(old, new, strict=False)):
+            found = _walk(f"{path}[{i}]", a, b)
+            if found:
+                return found
+        if len(old) != len(new):
+            return f"{path} (length)", f"{len(old)} items", f"{len(new)} items"
+        return None
+    return None if old == new else (path, old, new)
+
+
+def first_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str:
+    """Where the normalised requests ``recorded`` and ``now`` (``{"messages", "params", "tools"}``, where
+    ``tools`` may be names with digests) first differ, as a few lines: the path, then a short diff."""
+    found = _walk("", dict(recorded), dict(now))
+    if found is None:
+        return "the requests differ in something the trajectory does not keep (a cut message, a masked secret)"
+    path, old, new = found
+    path = path.lstrip(".")
+    if isinstance(old, str) and isinstance(new, str):
+        return f"{path} differs:\n{_text_diff(old, new)}"
+    return f"{path} differs:\n    recorded: {_short(old)}\n    now:      {_short(new)}"

@@ -1,0 +1,134 @@
+"""The canonical request key (what replay matches on and the cache is keyed on): equal requests key equal; any
+change to the messages, tools or settings changes the key; what differs between two attempts of the same work
+(temporary paths, tool-call ids, gateway tokens and ports, session metadata) does not."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+from agentcompass.models.call_key import first_difference, normalise, request_key
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# Text without "/" or ":" — nothing in it is a path, token or address the key normalises.
+words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ABCXYZ0123456789.,!?-_'\"\n{}[]", min_size=0, max_size=40)
+names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12)
+scalars = st.one_of(st.integers(-1000, 1000), st.floats(0, 2, allow_nan=False), words, st.booleans())
+schemas = st.recursive(scalars, lambda inner: st.dictionaries(names, inner, max_size=3), max_leaves=6)
+
+
+@st.composite
+def tool_calls(draw: Any) -> dict[str, Any]:
+    return {"id": "call_" + draw(names), "type": "function",
+            "function": {"name": draw(names), "arguments": json.dumps(draw(st.dictionaries(names, scalars,
+                                                                                           max_size=3)))}}
+
+
+@st.composite
+def conversations(draw: Any) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": draw(words)},
+                                      {"role": "user", "content": draw(words)}]
+    for _ in range(draw(st.integers(0, 4))):
+        calls = draw(st.lists(tool_calls(), max_size=2, unique_by=lambda c: c["id"]))
+        messages.append({"role": "assistant", "content": draw(st.one_of(st.none(), words)),
+                         **({"tool_calls": calls} if calls else {})})
+        for call in calls:
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": draw(words)})
+    return messages
+
+
+tools_lists = st.lists(st.builds(lambda n, d, p: {"type": "function", "function": {
+    "name": n, "description": d, "parameters": p}}, names, words, schemas), max_size=3, unique_by=lambda t:
+    t["function"]["name"])
+params_dicts = st.dictionaries(st.sampled_from(["temperature", "top_p", "max_tokens", "seed", "stop",
+                                                "tool_choice"]), scalars, max_size=4)
+
+
+def shuffled(value: Any, rng: random.Random) -> Any:
+    """``value`` with every object's keys in another order."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: shuffled(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [shuffled(v, rng) for v in value]
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(), tools_lists, params_dicts, st.randoms(use_true_random=False))
+def test_equal_requests_have_equal_keys(messages: list, tools: list, params: dict, rng: random.Random) -> None:
+    assert request_key(messages, tools, params) == request_key(
+        shuffled(copy.deepcopy(messages), rng), shuffled(copy.deepcopy(tools), rng), shuffled(dict(params), rng))
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations(), tools_lists, params_dicts, st.data())
+def test_any_change_to_messages_tools_or_settings_changes_the_key(messages: list, tools: list, params: dict,
+                                                                  data: st.DataObject) -> None:
+    key = request_key(messages, tools, params)
+    what = data.draw(st.sampled_from(["message", "new message", "drop message", "tool", "new tool", "setting",
+                                      "new setting"]))
+    m, t, p = copy.deepcopy(messages), copy.deepcopy(tools), dict(params)
+    if what == "message":
+        i = data.draw(st.integers(0, len(m) - 1))
+        old = m[i].get("content")
+        m[i]["content"] = data.draw(words.filter(lambda w: w != old))
+    elif what == "new message":
+        m.append({"role": "user", "content": data.draw(words)})
+    elif what == "drop message":
+        m.pop(data.draw(st.integers(0, len(m) - 1)))
+    elif what == "tool" and t:
+        function = t[data.draw(st.integers(0, len(t) - 1))]["function"]
+        function["description"] = function["description"] + data.draw(words.filter(bool))
+    elif what in ("tool", "new tool"):
+        t.append({"type": "function", "function": {"name": "extra_tool", "parameters": {}}})
+    elif what == "setting" and p:
+        name = data.draw(st.sampled_from(sorted(p)))
+        p[name] = data.draw(scalars.filter(lambda v: v != p[name] or type(v) is not type(p[name])))
+        if json.dumps(p[name]) == json.dumps(params[name]):
+            return  # 1 and 1.0, True and 1: the same JSON, the same request
+    else:
+        p["presence_penalty"] = data.draw(st.floats(0.1, 1.0))
+    assert request_key(m, t, p) != key, what
+
+
+def test_what_differs_between_attempts_of_the_same_work_is_left_out() -> None:
+    def request(workdir: str, ids: tuple[str, str], token: str, port: int) -> tuple[list, list, dict]:
+        messages = [
+            {"role": "system", "content": f"Work in {workdir}; the API is http://127.0.0.1:{port}/v1 ({token})."},
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": ids[0], "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+                {"id": ids[1], "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": ids[0], "content": f"{workdir}/solution.py"},
+            {"role": "tool", "tool_call_id": ids[1], "content": "ok"},
+        ]
+        return messages, [], {"temperature": 0, "metadata": {"user_id": token}}
+
+    one = request("/tmp/agentcompass-local-RUN1-abcd1234/roman-x1y2z3w4", ("call_a", "call_b"),
+                  "acgw-" + "x" * 32, 40001)
+    two = request("/tmp/agentcompass-local-RUN2-zzzz9999/roman-qqqqqqqq", ("toolu_1", "toolu_2"),
+                  "acgw-" + "y" * 32, 40002)
+    assert request_key(*one) == request_key(*two)
+    swapped = request("/tmp/agentcompass-local-RUN1-abcd1234/roman-x1y2z3w4", ("call_b", "call_a"),
+                      "acgw-" + "x" * 32, 40001)
+    swapped[0][3]["tool_call_id"], swapped[0][4]["tool_call_id"] = "call_a", "call_b"  # results swapped
+    assert request_key(*swapped) != request_key(*one)
+    elsewhere = request("/home/me/project", ("call_a", "call_b"), "acgw-" + "x" * 32, 40001)
+    assert request_key(*elsewhere) != request_key(*one)  # a real path is part of the question
+
+
+def test_the_first_difference_names_the_path_and_shows_a_short_diff() -> None:
+    old = normalise([{"role": "system", "content": "line one\nline two\nline three"}], (), {"temperature": 0})
+    new = normalise([{"role": "system", "content": "line one\nline 2\nline three"}], (), {"temperature": 0})
+    text = first_difference(old, new)
+    assert text.startswith("messages[0].content differs:")
+    assert "-line two" in text and "+line 2" in text
+    assert first_difference(old, normalise(old["messages"], (), {"temperature": 1})).startswith(
+        "params.temperature differs:")
+    longer = normalise([*old["messages"], {"role": "user", "content": "more"}], (), {"temperature": 0})
+    assert "messages (length)" in first_difference(old, longer)
