@@ -150,8 +150,9 @@ def test_bad_files_are_usage_errors_naming_file_and_key(tmp_path, text, message)
 
 def test_a_key_pasted_where_its_variable_name_goes_is_refused_and_never_shown(tmp_path):
     secret = "sk-live-abcdef0123456789"
-    for text in (f'model_api_key_env = "{secret}"', f'[models.judge]\napi_key_env = "{secret}"'):
-        with pytest.raises(RunConfigError, match="NAME of the environment variable") as caught:
+    for text in (f'model_api_key_env = "{secret}"', f'[models.judge]\napi_key_env = "{secret}"',
+                 f'secret_env = ["{secret}"]'):
+        with pytest.raises(RunConfigError, match="must name an environment variable") as caught:
             load_run_config(write(tmp_path, text))
         assert secret not in str(caught.value)
 

@@ -201,8 +201,8 @@ class _Check:
     def env_name(self, key: str, value: str | None) -> None:
         if value is not None and not _ENV_NAME.match(value):
             # Never echo it: a key pasted here instead of its variable's name must not reach a terminal or log.
-            raise self.fail(key, "must be the NAME of the environment variable holding the key (e.g. "
-                                 "OPENAI_API_KEY), not the key itself; the value is not shown")
+            raise self.fail(key, "must name an environment variable (e.g. OPENAI_API_KEY), not hold a secret "
+                                 "itself; the value is not shown")
 
 
 # -- options ------------------------------------------------------------------------------------------------
@@ -267,8 +267,9 @@ class RunOptions:
         for key in ("prices", "replay", "cache"):  # paths, from where they were written
             if values.get(key):
                 values[key] = str(((base_dir or Path.cwd()) / Path(values[key]).expanduser()).resolve())
-        for key in ("model_api_key_env",):
-            check.env_name(key, values.get(key))
+        check.env_name("model_api_key_env", values.get("model_api_key_env"))
+        for name in values.get("secret_env") or ():
+            check.env_name("secret_env", name)
         _check_ranges(check, values)
         return cls(values)
 
