@@ -23,9 +23,10 @@ VOLATILE = frozenset({"timings", "latency_s", "seconds", "bash_seconds", "starte
                       "saved_cost_usd", "duration_s", "run_dir", "run_id"})
 
 
-def agentcompass(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """The real ``agentcompass`` CLI, with no provider variables from the developer's shell."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+def agentcompass(*args: str, cwd: Path = ROOT, timeout: float = 600,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real ``agentcompass`` CLI, with no provider variables from the developer's shell (only ``env``)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}, **(env or {})}
     return subprocess.run([sys.executable, "-m", "agentcompass.cli.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from agentcompass.testing import LoopbackOpenAI
 
 from tests.harnesses.support import solver
 from tests.helpers.replay_runs import (
@@ -27,8 +28,8 @@ MODEL = "openai-compatible/loopback"
 TASKS = ("roman", "flatten", "word_count")
 
 
-def run_args(out: Path, *extra: str) -> list[str]:
-    args = ["run", "example_coding", "react", MODEL, "-o", str(out), "--json", *extra]
+def run_args(out: Path, *extra: str, model: str = MODEL) -> list[str]:
+    args = ["run", "example_coding", "react", model, "-o", str(out), "--json", *extra]
     for task in TASKS:
         args += ["-t", task]
     return args
@@ -138,3 +139,21 @@ def test_a_run_config_file_replays_with_its_paths_taken_from_the_file(recorded: 
     bad.write_text('replay_latency = "yes"\n')
     proc = agentcompass("run", "example_coding", "react", MODEL, "--config", str(bad), "-o", str(tmp_path / "b"))
     assert proc.returncode == 2 and "replay_latency" in proc.stderr and "true or false" in proc.stderr, proc.stderr
+
+
+def test_an_openai_run_replays_with_no_key_and_no_network(tmp_path: Path) -> None:
+    """The issue's "done when", as a user types it: record with openai/..., replay with no key, no provider."""
+    with LoopbackOpenAI(solver_failing_flatten, api_key="sk-replay-test") as server:
+        proc = agentcompass(*run_args(tmp_path / "A", "--model-base-url", server.base_url,
+                                      model="openai/gpt-4o-mini"), env={"OPENAI_API_KEY": "sk-replay-test"})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = agentcompass(*run_args(tmp_path / "B", "--replay", str(tmp_path / "A"), model="openai/gpt-4o-mini"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert results(tmp_path / "B") == results(tmp_path / "A")
+    assert calls(tmp_path / "B") == calls(tmp_path / "A")
+    assert comparable(summary(tmp_path / "B")) == comparable(summary(tmp_path / "A"))
+    compared = agentcompass("results", "compare", str(tmp_path / "A"), str(tmp_path / "B"))
+    assert compared.returncode == 0 and "+0.0000" in compared.stdout and "0/0/3" in compared.stdout, compared.stdout
+    live = agentcompass(*run_args(tmp_path / "C", "--replay", str(tmp_path / "A"), "--replay-miss", "live",
+                                  model="openai/gpt-4o-mini"))
+    assert live.returncode == 2 and "OPENAI_API_KEY" in live.stderr  # a miss may go live: the key is needed

@@ -15,7 +15,8 @@ from pathlib import Path
 from agentcompass.errors import UsageError
 from agentcompass.models.access import CallSource
 from agentcompass.models.call_cache import CacheSource, CallCache, parse_expiry
-from agentcompass.models.replay import MISS_MODES, Recording, Replay
+from agentcompass.models.replay import MISS_MODES, OfflineModel, Recording, Replay
+from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import RunRequest
 
@@ -74,3 +75,17 @@ def provenance(req: RunRequest) -> dict[str, object] | None:
         out["replay"] = {"run_dir": str(Path(req.replay).resolve()), "run_id": run_id, "miss": req.replay_miss,
                          "latency": req.replay_latency}
     return out
+
+
+def replays_offline(req: RunRequest) -> bool:
+    """The run replays and never asks a live model (``--replay`` without ``--replay-miss live``)."""
+    return bool(req.replay) and req.replay_miss == "error"
+
+
+def offline_client(req: RunRequest, role: str, name: str, why: str) -> ModelClient:
+    """The stand-in for a role's model that cannot be built here (no key, no address) in a run that replays
+    offline: it speaks the protocols the recording passed through for the role and takes a seed if the
+    recorded client did (so the requests are the recorded ones), and is never asked."""
+    assert req.replay
+    protocols, seeded = Recording.open(Path(req.replay)).role_facts(role)
+    return OfflineModel(name, protocols, seeded, why)

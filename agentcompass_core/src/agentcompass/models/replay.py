@@ -89,6 +89,20 @@ class Recording:
         seed = (reader.info.get("request") or {}).get("seed")
         return cls(path.resolve(), reader.run_id, seed if isinstance(seed, int) else None, reader)
 
+    def role_facts(self, role: str) -> tuple[frozenset[str], bool]:
+        """What the recorded run's client for ``role`` was: the protocols it passed calls through in (it spoke
+        them), and whether it took the (task, trial)'s seed (its calls carry one)."""
+        protocols: set[str] = set()
+        seeded = False
+        for key, final in self._reader.results.items():
+            for call in self._reader.trajectory(key):
+                if call.get("role") != role or call.get("attempt") != final.get("attempt", 1):
+                    continue
+                if call.get("passthrough"):
+                    protocols.add(str(call.get("protocol")))
+                seeded = seeded or "seed" in (call.get("params") or {})
+        return frozenset(protocols), seeded
+
     def calls(self, task_id: str, trial: int) -> dict[str, list[dict[str, Any]]]:
         """The recorded calls of (task, trial)'s final attempt, by role (empty when it has none)."""
         final = self._reader.results.get((task_id, trial))
@@ -176,6 +190,26 @@ def _tool_names(tools: Sequence[Any] | None) -> list[str]:
 
 def _named(names: Sequence[str], digests: Sequence[str]) -> list[dict[str, str]]:
     return [{"name": n, "schema": d} for n, d in zip(names, digests, strict=False)]
+
+
+class OfflineModel(ModelClient):
+    """A role's model that a replay never asks: it could not be built here (``why``: no key, no address)."""
+
+    def __init__(self, model: str, native_protocols: frozenset[str], accepts_seed: bool, why: str) -> None:
+        self.model = model
+        self.native_protocols = native_protocols
+        self.accepts_seed = accepts_seed
+        self.why = why
+
+    def _refuse(self) -> ModelError:
+        return ModelError(f"no live model in this replay ({self.why})", status=400)
+
+    async def chat(self, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]] | None = None,
+                   **params: Any) -> ChatResponse:
+        raise self._refuse()
+
+    async def native(self, request: NativeRequest) -> NativeReply:
+        raise self._refuse()
 
 
 class ReplayClient(ModelClient):

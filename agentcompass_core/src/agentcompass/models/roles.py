@@ -14,7 +14,7 @@ import attrs
 from agentcompass.errors import UsageError
 from agentcompass.models.access import CallSource, ModelGrant
 from agentcompass.models.budget import RunBudget
-from agentcompass.models.call_sources import call_sources
+from agentcompass.models.call_sources import call_sources, offline_client, replays_offline
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
 from agentcompass.models.prices import Price, PriceTable
@@ -79,10 +79,13 @@ def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
         try:
             client = factory(name, settings=settings, **options)
         except UsageError as exc:
-            if role == "agent":
+            if replays_offline(req):  # a replay that never asks the live model needs no key or address
+                client = offline_client(req, role, name, str(exc))
+            elif role == "agent":
                 raise
-            raise UsageError(f"{exc} — for the {role} role: give it its own in a --config file's "
-                             f"[models.{role}] (base_url, api_key_env)") from None
+            else:
+                raise UsageError(f"{exc} — for the {role} role: give it its own in a --config file's "
+                                 f"[models.{role}] (base_url, api_key_env)") from None
         except (TypeError, ValueError) as exc:
             raise UsageError(f"model {spec!r} ({role} role) rejected its settings: {exc}") from None
         clients[role] = shared[key] = client
