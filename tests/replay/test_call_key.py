@@ -132,3 +132,16 @@ def test_the_first_difference_names_the_path_and_shows_a_short_diff() -> None:
         "params.temperature differs:")
     longer = normalise([*old["messages"], {"role": "user", "content": "more"}], (), {"temperature": 0})
     assert "messages (length)" in first_difference(old, longer)
+
+
+def test_todays_date_is_left_out_so_a_recording_replays_another_day(monkeypatch) -> None:
+    import agentcompass.models.call_key as call_key
+
+    prompt = [{"role": "system", "content": "Today's date is 2026-12-02. The invoice is dated 2025-01-31."}]
+    monkeypatch.setattr(call_key, "current_dates", lambda: frozenset({"2026-12-01", "2026-12-02", "2026-12-03"}))
+    recorded = request_key(prompt)
+    monkeypatch.setattr(call_key, "current_dates", lambda: frozenset({"2027-03-09", "2027-03-10", "2027-03-11"}))
+    later = [{"role": "system", "content": "Today's date is 2027-03-10. The invoice is dated 2025-01-31."}]
+    assert request_key(later) == recorded
+    other_invoice = [{"role": "system", "content": "Today's date is 2027-03-10. The invoice is dated 2025-02-01."}]
+    assert request_key(other_invoice) != recorded

@@ -8,6 +8,9 @@ although the model sees the same thing:
   names them (``<prefix>-XXXXXXXX`` or ``tmpXXXXXXXX``), as the ``local`` environment's working directories
   (``/tmp/agentcompass-local-RUN-abcd1234/roman-x1y2z3w4/solution.py`` becomes ``<tmp>/solution.py``);
 * the gateway's per-attempt tokens (``acgw-...``) and its loopback address's port;
+* today's date in ISO form (``2026-12-02``; the day before and after too), which agents such as Claude Code
+  put in their system prompt — so a run recorded one day replays another (a date that is part of the task and
+  happens to be the day of recording or replay is taken for today's, a rare false match);
 * tool-call ids (numbered in order of appearance instead: the model chose them, the agent only echoes them);
 * settings that identify a session rather than ask for a different answer (:data:`IGNORED_PARAMS`).
 
@@ -24,6 +27,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 #: Generation settings left out of the key: they name a session or a delivery, not a different question.
@@ -39,11 +43,22 @@ def _temp_roots() -> list[str]:
 _COMPONENT = r"/(?:[^/\s'\"`<>]*[-_.]|tmp)[a-z0-9_]{8}(?=[/\s'\"`<>:;,.)\]}]|$)"
 _TEMP_PATH = re.compile("(?:" + "|".join(re.escape(r) for r in _temp_roots()) + f")(?:{_COMPONENT})+")
 _TOKEN = re.compile(r"acgw-[A-Za-z0-9_-]{20,}")
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _LOOPBACK = re.compile(r"\b(127\.0\.0\.1|localhost|host\.docker\.internal|\[::1\]):\d{2,5}\b")
 
 
-def normalise_text(text: str) -> str:
-    """``text`` with temporary paths, gateway tokens and loopback ports replaced by placeholders."""
+def current_dates() -> frozenset[str]:
+    """Today's date (ISO ``YYYY-MM-DD``), the day before and the day after (time zones: an agent in a container
+    may use UTC or local time)."""
+    now = datetime.now(UTC)
+    return frozenset((now + timedelta(days=d)).date().isoformat() for d in (-1, 0, 1))
+
+
+def normalise_text(text: str, dates: frozenset[str] = frozenset()) -> str:
+    """``text`` with temporary paths, gateway tokens, loopback ports and ``dates`` (today's, from
+    :func:`current_dates`) replaced by placeholders."""
+    if dates and "-" in text:
+        text = _DATE.sub(lambda m: "<today>" if m.group(0) in dates else m.group(0), text)
     if "/" in text:
         text = _TEMP_PATH.sub("<tmp>", text)
     if "acgw-" in text:
@@ -53,13 +68,13 @@ def normalise_text(text: str) -> str:
     return text
 
 
-def _strings(value: Any) -> Any:
+def _strings(value: Any, dates: frozenset[str] = frozenset()) -> Any:
     if isinstance(value, str):
-        return normalise_text(value)
+        return normalise_text(value, dates)
     if isinstance(value, Mapping):
-        return {str(k): _strings(v) for k, v in value.items()}
+        return {str(k): _strings(v, dates) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_strings(v) for v in value]
+        return [_strings(v, dates) for v in value]
     return value
 
 
@@ -90,8 +105,9 @@ def _renumber_ids(messages: list[Any]) -> list[Any]:
 def normalise(messages: Sequence[Any], tools: Sequence[Any] | None, params: Mapping[str, Any] | None
               ) -> dict[str, Any]:
     """The parts of a request its key is made of (see the module's docstring)."""
+    dates = current_dates()
     return {
-        "messages": _renumber_ids(_strings(list(messages))),
+        "messages": _renumber_ids(_strings(list(messages), dates)),
         "tools": _strings(list(tools or ())),
         "params": _strings({k: v for k, v in (params or {}).items() if k not in IGNORED_PARAMS and v is not None}),
     }
