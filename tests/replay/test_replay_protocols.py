@@ -5,6 +5,7 @@ provider gone: the agent gets the same answers, the trajectory the same calls, m
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,29 @@ async def test_the_cache_answers_passthrough_and_translated_calls_streamed_or_no
     assert json.loads(result.final_answer or "null") == json.loads(live.result("t1").final_answer or "null")
     assert [c["source"] for c in cached.trajectories] == ["cache"] * 5
     assert calls(tmp_path / "cached") == calls(tmp_path / "live")
+
+
+async def test_replay_latency_waits_each_calls_recorded_latency(tmp_path: Path) -> None:
+    async def slow(request: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.4)
+        return text(f"answer {len(request['messages'])}")
+
+    async def two_calls(task: Any, prepared: Any, req: Any, plan: Any, env: Any) -> RunResult:
+        model = plan.models["agent"]
+        first = await model.chat([{"role": "user", "content": "one"}])
+        second = await model.chat([{"role": "user", "content": "one"}, dict(first.message),
+                                   {"role": "user", "content": "two"}])
+        return RunResult(task_id=task.task_id, final_answer=second.content)
+
+    live = await run_benchmark(Tiny, two_calls, ScriptedModel(slow), run_dir=tmp_path / "live")
+    assert live.result("t1").final_answer == "answer 3"
+    at_once = await run_benchmark(Tiny, two_calls, ScriptedModel(), run_dir=tmp_path / "at-once",
+                                  replay=str(tmp_path / "live"))
+    timed = await run_benchmark(Tiny, two_calls, ScriptedModel(), run_dir=tmp_path / "timed",
+                                replay=str(tmp_path / "live"), replay_latency=True)
+    for run in (at_once, timed):
+        assert run.result("t1").final_answer == "answer 3"
+        assert [c["source"] for c in run.trajectories] == ["replay", "replay"]
+    assert all(c["latency_s"] >= 0.4 for c in live.trajectories)
+    assert all(c["latency_s"] < 0.2 for c in at_once.trajectories)
+    assert all(c["latency_s"] >= 0.4 for c in timed.trajectories)
