@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 from agentcompass.protocols import CODECS, CanonicalRequest
-from agentcompass.protocols.sse import SSEParser
+from agentcompass.protocols.sse import SSEParser, last_boundary
 from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, events_of
 from agentcompass.runtime.models import ChatResponse, Usage
 from hypothesis import HealthCheck, given, settings
@@ -315,3 +316,23 @@ def test_stream_assembler_keeps_pieces_in_order() -> None:
         if not isinstance(event, StreamEnd):
             pieces.add(event)
     assert pieces.message() == {"role": "assistant", "content": "hi"}
+
+
+@SETTINGS
+@given(events=st.lists(st.tuples(st.none() | names, words), min_size=1, max_size=8),
+       newline=st.sampled_from(["\n", "\r\n"]), cuts=st.lists(st.integers(0, 400), max_size=8))
+def test_relayed_blocks_end_on_event_boundaries(events: Any, newline: str, cuts: Any) -> None:
+    """The passthrough relay forwards whole events only, however the provider's bytes are cut."""
+    raw = "".join((f"event: {n}{newline}" if n else "") + f"data: {json.dumps(d)}{newline}{newline}"
+                  for n, d in events).encode()
+    points = sorted({min(c, len(raw)) for c in cuts} | {0, len(raw)})
+    pending, blocks = b"", []
+    for a, b in itertools.pairwise(points):
+        pending += raw[a:b]
+        cut = last_boundary(pending)
+        if cut > 0:
+            blocks.append(pending[:cut])
+            pending = pending[cut:]
+    assert b"".join(blocks) == raw and pending == b""
+    parsed = [e for block in blocks for e in SSEParser().feed(block)]
+    assert parsed == [(n or "", json.dumps(d)) for n, d in events]

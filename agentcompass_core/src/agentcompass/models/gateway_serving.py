@@ -17,16 +17,14 @@ from aiohttp import web
 from agentcompass.errors import describe
 from agentcompass.models.budget import LimitReached
 from agentcompass.models.metering import MeteredCall, MeteredModel
-from agentcompass.protocols import CODECS, CanonicalRequest, Codec, ProtocolError
-from agentcompass.protocols.sse import SSEParser, frame
+from agentcompass.protocols import CODECS, CanonicalRequest, Codec, ProtocolError, UpstreamStreamError
+from agentcompass.protocols.shared import require
+from agentcompass.protocols.sse import SSEParser, last_boundary
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.model_stream import (
     NativeReply,
     NativeRequest,
-    StreamAssembler,
-    StreamEnd,
-    StreamEvent,
     events_of,
 )
 from agentcompass.runtime.models import ModelError
@@ -155,25 +153,30 @@ async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path
                      "authentication_error")
     try:
         body = await _body(request)
-        if url is not None and isinstance(body, Mapping):
-            body = {**body, "model": url.model, "stream": url.stream}
-        canonical = codec.parse_request(body)
+        require(isinstance(body, Mapping), "the request body must be a JSON object")
     except ProtocolError as exc:
         return _json(codec, exc.status, str(exc), exc.kind)
-    role = gateway.route(grant, canonical.model)
+    model = url.model if url is not None else str(body.get("model") or "")
+    role = gateway.route(grant, model)
     if role is None:
-        return _json(codec, 404, f"unknown model {canonical.model!r}", "not_found_error")
-    client = grant.clients[role]
-    if canonical.dropped and protocol not in client.inner.native_protocols:
-        _log_dropped(protocol, canonical.dropped)
+        return _json(codec, 404, f"unknown model {model!r}", "not_found_error")
     via_client = request.headers.get(VIA_HEADER, "") == "client"
     client = grant.direct[role] if via_client and role in grant.direct else grant.clients[role]
     if protocol in client.inner.native_protocols:
-        sent = body if url is None else {k: v for k, v in body.items() if k not in ("model", "stream")}
-        native = NativeRequest(protocol, path, sent, {h: request.headers[h] for h in FORWARDED_HEADERS
-                                                      if h in request.headers}, canonical.stream,
+        # Passed through at once: the canonical form (for the record) is read after the answer has streamed.
+        stream = url.stream if url is not None else bool(body.get("stream"))
+        native = NativeRequest(protocol, path, body, {h: request.headers[h] for h in FORWARDED_HEADERS
+                                                      if h in request.headers}, stream,
                                dict(url.query) if url is not None else {})
-        return await _passthrough(gateway, request, codec, canonical, client, native, role)
+        return await _passthrough(gateway, request, codec, client, native, role, url)
+    if url is not None:
+        body = {**body, "model": url.model, "stream": url.stream}
+    try:
+        canonical = codec.parse_request(body)
+    except ProtocolError as exc:
+        return _json(codec, exc.status, str(exc), exc.kind)
+    if canonical.dropped:
+        _log_dropped(protocol, canonical.dropped)
     if not canonical.stream:
         status, payload, headers = await answer(gateway, grant, protocol, path, body, via_client)
         return web.json_response(payload, status=status, headers=headers)
@@ -211,20 +214,41 @@ async def _stream_translated(gateway: ModelGateway, request: web.Request, codec:
 
 
 def _masked(data: bytes, mask: Any) -> bytes:
-    return mask(data.decode()).encode() if data else data
+    if not data:
+        return data
+    text = data.decode("utf-8", errors="replace")
+    masked = mask(text)
+    return data if masked is text else masked.encode()
 
 
-async def _passthrough(gateway: ModelGateway, request: web.Request, codec: Codec, canonical: CanonicalRequest,
-                       client: MeteredModel, native: NativeRequest, role: str) -> web.StreamResponse:
-    """Send the agent's request to a provider of its own protocol; meter what comes back."""
+def _canonical(codec: Codec, native: NativeRequest, url: UrlFacts | None) -> CanonicalRequest:
+    """The canonical form of a passed-through request, for its record (empty when the codec cannot read
+    it: the provider, not the gateway, judges a request it passes through)."""
+    body = native.body if url is None else {**native.body, "model": url.model, "stream": url.stream}
+    try:
+        return codec.parse_request(body)
+    except ProtocolError:
+        return CanonicalRequest(messages=[], stream=native.stream)
+
+
+async def _passthrough(gateway: ModelGateway, request: web.Request, codec: Codec, client: MeteredModel,
+                       native: NativeRequest, role: str, url: UrlFacts | None) -> web.StreamResponse:
+    """Send the agent's request to a provider of its own protocol; meter what comes back. The request's
+    canonical form is read for the record only once the answer is in (it is not on the way to the first
+    token)."""
     mask = gateway.redactor.text
     try:
-        call = client.begin(canonical.messages, canonical.tools, protocol=codec.name,
-                            endpoint=endpoint_of(codec.name, native.path),
-                            stream=native.stream, passthrough=True, params=canonical.params)
+        call = client.begin([], None, protocol=codec.name, endpoint=endpoint_of(codec.name, native.path),
+                            stream=native.stream, passthrough=True)
     except Exception as exc:
         status, payload, headers = _failure(gateway, codec, role, exc)
         return web.json_response(payload, status=status, headers=headers)
+
+    def read() -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+        canonical = _canonical(codec, native, url)
+        return canonical.messages, canonical.tools, canonical.params
+
+    call.describe_later(read)
     try:
         reply = await client.inner.native(native)
     except BaseException as exc:
@@ -235,7 +259,7 @@ async def _passthrough(gateway: ModelGateway, request: web.Request, codec: Codec
         return web.json_response(payload, status=status, headers=headers)
     call.note(reply.metadata)
     if reply.chunks is None and reply.status == 200 and native.stream:
-        return await _stream_whole(gateway, request, codec, canonical, call, reply, role)
+        return await _stream_whole(gateway, request, codec, _canonical(codec, native, url), call, reply, role)
     if reply.chunks is None or reply.status != 200:
         return await _whole(gateway, codec, call, reply, role)
     return await _relay_stream(gateway, request, codec, call, reply, role, mask)
@@ -288,40 +312,63 @@ async def _whole(gateway: ModelGateway, codec: Codec, call: MeteredCall, reply: 
 
 async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Codec, call: MeteredCall,
                         reply: NativeReply, role: str, mask: Any) -> web.StreamResponse:
-    """Relay a provider's event stream event by event (each masked), decoding it to meter the call."""
+    """Relay a provider's event stream as it comes, whole events at a time (masked, not re-encoded).
+
+    Metering reads the events only as far as it must while they stream: up to the first piece of the answer
+    (the time to first token), and all of them when a task token budget counts the answer as it grows.
+    Otherwise the rest is read once the stream has ended, for the record."""
     assert reply.chunks is not None
     decoder = codec.decoder(call.record.model)
     parser = SSEParser()
-    pieces = StreamAssembler()
     stream = web.StreamResponse(headers=SSE_HEADERS)
     await stream.prepare(request)
     chunks: AsyncIterator[bytes] = reply.chunks
-    ended: StreamEnd | None = None
+    counting = call.counts_pieces
+    started = False
+    later: list[bytes] = []  # what is read for the record after the stream
+    pending = b""
     try:
         async with contextlib.aclosing(chunks):  # type: ignore[type-var]
             async for chunk in chunks:
-                out = b""
-                for name, data in parser.feed(chunk):
-                    decoded: list[StreamEvent] = decoder.feed(name, data)
-                    for piece in decoded:
+                pending += chunk
+                cut = last_boundary(pending)
+                if cut <= 0:
+                    continue
+                events, pending = pending[:cut], pending[cut:]
+                await stream.write(_masked(events, mask))
+                if started and not counting:
+                    later.append(events)
+                    call.progress(0)  # the run's stop
+                    continue
+                for name, data in parser.feed(events):
+                    if decoder.feed(name, data) and not started:
+                        started = True
                         call.first_piece()
-                        pieces.add(piece)
-                    out += frame(mask(data), name or None) if data != "[DONE]" else b"data: [DONE]\n\n"
-                    call.progress(pieces.chars)
-                if out:
-                    await stream.write(out)
-        ended = decoder.end()
+                call.progress(decoder.assembler.chars)
+            if pending:  # a stream that ended without a blank line
+                await stream.write(_masked(pending, mask))
+                later.append(pending)
+        tail = parser.feed(b"".join(later)) + parser.close()
     except DISCONNECTED:
         call.fail(ConnectionResetError("the client disconnected in the middle of the stream"))
         return stream
+    except UpstreamStreamError as exc:  # the provider's error event: relayed already
+        call.fail(exc)
+        tail = []
     except Exception as exc:
         call.fail(exc)
         kind = "rate_limit_error" if isinstance(exc, LimitReached) else "api_error"
         encoder = codec.encoder(call.record.model, CanonicalRequest(messages=[]))
         with contextlib.suppress(*DISCONNECTED):
             await stream.write(encoder.error(mask(f"model {role!r} failed: {exc}"), kind))
-    if ended is not None:
-        call.finish(ended.response)
+            await stream.write_eof()
+        return stream
+    try:  # the rest of the answer, for the record (the agent has it already, error events included)
+        for name, data in tail:
+            decoder.feed(name, data)
+        call.finish(decoder.end().response)
+    except Exception as exc:
+        call.fail(exc)
     with contextlib.suppress(*DISCONNECTED):
         await stream.write_eof()
     return stream

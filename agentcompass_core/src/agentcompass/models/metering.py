@@ -414,6 +414,10 @@ def _tool_name(tool: Mapping[str, Any]) -> str:
 CHARS_PER_TOKEN = 4
 
 
+#: What reads a request's messages, tools and generation settings (see :meth:`MeteredCall.describe_later`).
+RequestReader = Callable[[], tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], Mapping[str, Any]]]
+
+
 class MeteredCall:
     """One call being recorded: ``finish`` with the answer, or ``fail`` with the error."""
 
@@ -422,10 +426,34 @@ class MeteredCall:
         self.record = record
         self.t0 = time.perf_counter()
         self.done = False
+        self._read_request: RequestReader | None = None
 
     def first_piece(self) -> None:
         if self.record.ttft_s is None:
             self.record.ttft_s = time.perf_counter() - self.t0
+
+    def describe_later(self, read: RequestReader
+                       ) -> None:
+        """Read the request's messages, tools and settings (``read()``) only when the call ends, just before it is kept:
+        for a call begun before they were read (a passed-through request, whose first token does not wait
+        for its translation)."""
+        self._read_request = read
+
+    def _described(self) -> None:
+        read, self._read_request = self._read_request, None
+        if read is not None:
+            messages, tools, params = read()
+            record = self.record
+            record.messages = list(messages)
+            record.tools = [_tool_name(t) for t in tools or ()]
+            record.request_key = request_key(messages, tools, params)
+            record.params = recorded_params(params)
+            record.tool_digests = tool_digests(tools)
+
+    @property
+    def counts_pieces(self) -> bool:
+        """Whether :meth:`progress` needs the characters streamed so far (a task token budget applies)."""
+        return self.model.meter.max_tokens is not None and self.model.role in BUDGETED_ROLES
 
     def progress(self, chars: int) -> None:
         """Check the budgets while a stream runs (the run's stop, and the task's tokens counting what has
@@ -449,6 +477,7 @@ class MeteredCall:
         if self.done:
             return
         self.done = True
+        self._described()
         meter, record = self.model.meter, self.record
         record.latency_s = time.perf_counter() - self.t0
         record.error = str(exc) if isinstance(exc, ModelError) else describe(exc) if isinstance(
@@ -473,6 +502,7 @@ class MeteredCall:
         if self.done:
             return
         self.done = True
+        self._described()
         meter, record, role = self.model.meter, self.record, self.model.role
         record.latency_s = time.perf_counter() - self.t0
         if self.record.stream and record.ttft_s is None:

@@ -13,6 +13,16 @@ def frame(data: Any, event: str | None = None) -> bytes:
     return f"{head}data: {payload}\n\n".encode()
 
 
+def last_boundary(buffer: bytes) -> int:
+    """Where the last complete event of ``buffer`` ends (after its blank line), or -1: what may be relayed
+    whole, leaving an unfinished event for the next read."""
+    end = max(buffer.rfind(b"\n\n"), buffer.rfind(b"\r\r"))
+    crlf = buffer.rfind(b"\r\n\r\n")
+    if crlf >= 0 and crlf + 4 > end + 2:
+        return crlf + 4
+    return end + 2 if end >= 0 else -1
+
+
 class SSEParser:
     """Feed bytes as they arrive; get complete ``(event name, data text)`` pairs back."""
 
