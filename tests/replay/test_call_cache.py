@@ -187,3 +187,29 @@ def test_unreadable_entries_are_misses_and_expiry_parses(tmp_path: Path) -> None
     assert CallCache(cache.root, expiry_s=0.001).get(key) is None
     assert [parse_expiry(x) for x in ("90", "30m", "12h", "7d", "2w", None)] == [
         90, 1800, 43200, 604800, 1209600, None]
+
+
+def test_a_killed_run_leaves_whole_entries_that_the_next_run_uses(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    slow = lambda request: (time.sleep(0.3), solver(request))[1]  # noqa: E731 - kill it in the middle
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    tasks = ["-t", "word_count", "-t", "fizzbuzz", "-t", "roman", "-t", "flatten"]
+    with LoopbackOpenAI(slow, api_key=None) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "agentcompass.cli.main",
+                                 *run_args(tmp_path / "killed", cache, *tasks, "-c", "4"),
+                                 "--model-base-url", server.base_url], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while len(entries(cache)) < 5 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        stored = entries(cache)
+        assert 5 <= len(stored) < 12, len(stored)  # killed in the middle of the run
+        for path in stored:
+            json.loads(path.read_text())  # whole
+        asked = len(server.requests)
+        again = agentcompass(*run_args(tmp_path / "again", cache, *tasks), "--model-base-url", server.base_url)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert len(server.requests) - asked == 12 - len(stored)  # only what the killed run had not stored
+    assert sources(tmp_path / "again").count("cache") == len(stored)
