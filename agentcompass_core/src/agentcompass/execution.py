@@ -7,6 +7,7 @@ keeping the meter, the artifacts and the phase changes on this side.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable
 from dataclasses import replace
@@ -33,9 +34,15 @@ class InProcessContext(AttemptContext):
     gateway_port: int = 0
     #: The run's provider secrets: masked out of whatever a remote executor sends elsewhere.
     secrets: frozenset[str] = frozenset()
+    #: Slots shared with other runs of this process (:class:`agentcompass.capacity.SharedCapacity`): an attempt
+    #: runs only while it holds one. ``None``: the run's own concurrency is the only bound.
+    attempt_slots: asyncio.Semaphore | None = None
 
     async def run_attempt(self, spec: AttemptSpec) -> AttemptOutcome:
-        return await TaskAttempt(self, spec).execute()
+        if self.attempt_slots is None:
+            return await TaskAttempt(self, spec).execute()
+        async with self.attempt_slots:
+            return await TaskAttempt(self, spec).execute()
 
     def grant_remote(self, spec: AttemptSpec, gateway_url: str) -> HeadGrant:
         meter = TaskMeter(spec.task.task_id, spec.attempt, seed=spec.seed, trial=spec.trial)

@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from agentcompass.attempts import AttemptQueue
+from agentcompass.capacity import SharedCapacity
 from agentcompass.errors import RunInterrupted, UsageError
 from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
@@ -154,6 +155,9 @@ class Runner:
     given: frozenset[str] = frozenset()
     #: ``agentcompass evaluate``: the run directory whose recorded results are scored again (into ``run_dir``).
     rescore_from: Path | None = None
+    #: Limits shared with other runs of this process (a suite's cells, :mod:`agentcompass.capacity`): attempt
+    #: slots, environment slots and a cost pool. ``None``: the run's own ``--max-environments`` and budget.
+    capacity: SharedCapacity | None = None
 
     def mode(self) -> RunMode:
         """How this run begins: resumed, re-scoring another run, or new."""
@@ -280,12 +284,17 @@ class Runner:
                 host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
             )
         access = run.access = GatewayModelAccess(run.clients, gateway, base_url, request=req)
+        capacity = self.capacity
+        if capacity is not None:
+            access.budget.pool = capacity.cost
         # A resume carries what was spent, retried attempts included.
         access.budget.add_cost(spent_usd([*run.final.values(), *store.attempt_results()]))
         run.context = InProcessContext(
             request=req, benchmark=resolved.benchmark, harness=resolved.harness, provider=provider,
             models=access, artifacts_root=store.artifacts_dir,
-            environment_slots=asyncio.Semaphore(req.max_environments) if req.max_environments else None,
+            environment_slots=capacity.environment_slots if capacity is not None else
+            asyncio.Semaphore(req.max_environments) if req.max_environments else None,
+            attempt_slots=capacity.attempt_slots if capacity is not None else None,
             on_transition=self._transition_observer(req, run.log),
             on_model_call=self._model_call_observer(req, store.redactor),
             source_artifacts=mode.source_artifacts,

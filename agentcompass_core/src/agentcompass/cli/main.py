@@ -16,6 +16,7 @@ from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import cli_errors, parse_pairs
 from agentcompass.cli.evaluate import compare_command, evaluate_command
 from agentcompass.cli.run import run_command
+from agentcompass.cli.suite import suite_group
 from agentcompass.exit_codes import ExitCode
 from agentcompass.plugins import load_plugins
 
@@ -28,6 +29,7 @@ def cli() -> None:
 
 cli.add_command(run_command)
 cli.add_command(evaluate_command)
+cli.add_command(suite_group)
 
 
 # -- plugins ---------------------------------------------------------------------------------------------

@@ -35,6 +35,21 @@ class RunStopped(ModelError):
 
 
 @attrs.define
+class CostPool:
+    """A ``--max-cost`` shared by several runs of one process (a suite's cells): each run's budget adds its
+    cost here too, and once the pool is spent every run sharing it stops as if its own budget were."""
+
+    max_cost: float | None = None
+    spent_usd: float = 0.0
+
+    @property
+    def stop_reason(self) -> str | None:
+        if self.max_cost is not None and self.spent_usd >= self.max_cost:
+            return f"limit reached: shared max_cost={self.max_cost:g} USD (spent {self.spent_usd:.4f} USD)"
+        return None
+
+
+@attrs.define
 class RunBudget:
     """Shared by every attempt of a run: the cost so far, the limits, and why the run stopped (if it did)."""
 
@@ -46,6 +61,8 @@ class RunBudget:
     stopped_by_limit: bool = False
     #: ``--retries``: with none, a provider outage stops the run at once (no attempt could be retried).
     retries: int = 0
+    #: A cost budget shared with other runs (a suite's ``--max-cost``), or ``None``.
+    pool: CostPool | None = None
 
     def stop(self, reason: str, *, limit: bool = False) -> None:
         if self.stop_reason is None:
@@ -54,12 +71,21 @@ class RunBudget:
 
     def add_cost(self, cost: float) -> None:
         self.spent_usd += cost
+        if self.pool is not None:
+            self.pool.spent_usd += cost
         if self.max_cost is not None and self.spent_usd >= self.max_cost:
             self.stop(f"limit reached: max_cost={self.max_cost:g} USD (spent {self.spent_usd:.4f} USD)", limit=True)
+        self.poll()
+
+    def poll(self) -> str | None:
+        """Why the run stops, taking in a shared pool another run may have spent (``None``: it goes on)."""
+        if self.stop_reason is None and self.pool is not None and (reason := self.pool.stop_reason):
+            self.stop(reason, limit=True)
+        return self.stop_reason
 
     def check(self) -> None:
         """Raise if the run no longer makes calls."""
-        if self.stop_reason is None:
+        if self.poll() is None:
             return
         if self.stopped_by_limit:
             raise LimitReached(self.stop_reason, limit="max_cost")

@@ -156,8 +156,9 @@ class GatewayModelAccess:
 
     @property
     def stop_reason(self) -> str | None:
-        """Why the run stopped scheduling tasks (a budget or a fatal model error), or None."""
-        return self.budget.stop_reason
+        """Why the run stopped scheduling tasks (a budget, a shared one included, or a fatal model error), or
+        None."""
+        return self.budget.poll()
 
     def grant(self, meter: TaskMeter) -> ModelGrant:
         meter.budget = self.budget

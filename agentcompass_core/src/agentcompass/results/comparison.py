@@ -102,8 +102,23 @@ def _bounds(run: LoadedRun, name: str) -> tuple[float, float] | None:
     return run.contract.bounds.get(name) if run.contract is not None else None
 
 
-def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str], category: str | None
-                    ) -> MetricComparison:
+@dataclass(frozen=True)
+class PairedDifference:
+    """``b - a`` on one metric over shared tasks: the mean of the per-task differences, its standard error and
+    95% interval, and the tasks where ``b`` is better, worse or equal."""
+
+    n_tasks: int
+    difference: float
+    stderr: float | None
+    ci95: tuple[float, float] | None
+    b_better: int
+    b_worse: int
+    equal: int
+
+
+def paired_difference(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str]) -> PairedDifference:
+    """The paired difference of :func:`compare` alone (without each run's own interval), for views that show
+    many runs against one baseline (a suite's leaderboard)."""
     diffs = []
     for t in tasks:
         va, vb = a.tasks[t][1][name], b.tasks[t][1][name]
@@ -119,21 +134,34 @@ def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str],
         if bounds is not None:
             span = bounds[1] - bounds[0]
             ci = (max(ci[0], -span), min(ci[1], span))
-    return MetricComparison(
-        metric=name, category=category, n_tasks=n, a=_side(a, name, tasks), b=_side(b, name, tasks),
-        difference=mean, stderr=stderr, ci95=ci, b_better=sum(d > 0 for d in diffs),
-        b_worse=sum(d < 0 for d in diffs), equal=sum(d == 0 for d in diffs),
-    )
+    return PairedDifference(n, mean, stderr, ci, sum(d > 0 for d in diffs), sum(d < 0 for d in diffs),
+                            sum(d == 0 for d in diffs))
 
 
-def compare(a: LoadedRun, b: LoadedRun, *, by_category: bool = False) -> Comparison:
-    """``b`` against ``a`` on their shared tasks; a UsageError when they cannot be compared."""
+def shared_tasks(a: LoadedRun, b: LoadedRun) -> list[str]:
+    """The tasks both runs finished, sorted; a UsageError when they cannot be compared."""
     if a.info.request.benchmark != b.info.request.benchmark:
         raise UsageError(f"{a.path} is a run of benchmark {a.info.request.benchmark!r} and {b.path} of "
                          f"{b.info.request.benchmark!r}; compare runs of one benchmark")
     shared = sorted(set(a.tasks) & set(b.tasks))
     if not shared:
         raise UsageError(f"{a.path} and {b.path} share no finished task; nothing to compare")
+    return shared
+
+
+def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str], category: str | None
+                    ) -> MetricComparison:
+    d = paired_difference(a, b, name, tasks)
+    return MetricComparison(
+        metric=name, category=category, n_tasks=d.n_tasks, a=_side(a, name, tasks), b=_side(b, name, tasks),
+        difference=d.difference, stderr=d.stderr, ci95=d.ci95, b_better=d.b_better, b_worse=d.b_worse,
+        equal=d.equal,
+    )
+
+
+def compare(a: LoadedRun, b: LoadedRun, *, by_category: bool = False) -> Comparison:
+    """``b`` against ``a`` on their shared tasks; a UsageError when they cannot be compared."""
+    shared = shared_tasks(a, b)
     names = [n for n in a.scalars if n in b.scalars]
     groups: list[tuple[str | None, list[str]]] = [(None, shared)]
     if by_category:

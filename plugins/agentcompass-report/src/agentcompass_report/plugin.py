@@ -55,10 +55,15 @@ _SECRET_ENV = click.option(
               help="Characters kept of each message in a trajectory (default 4000).")
 @click.option("--max-trajectory", type=click.IntRange(min=1000), default=None,
               help="Characters kept of each task's trajectory (default 60000).")
+@click.option("--baseline", default=None, metavar="CELL",
+              help="Suite directory only: the cell the leaderboard's differences are against.")
 @_SECRET_ENV
 def report_command(run_dirs: tuple[Path, ...], output: Path | None, max_text: int | None,
-                   max_trajectory: int | None, secrets_env: tuple[str, ...]) -> None:
+                   max_trajectory: int | None, baseline: str | None, secrets_env: tuple[str, ...]) -> None:
     """Write one self-contained HTML page of RUN_DIR (several: compared with the first).
+
+    A suite directory (agentcompass suite run) gets its leaderboard page (SUITE_DIR/report.html), and each of
+    its cells its own run report (SUITE_DIR/CELL/report.html, which the leaderboard links to).
 
     The page needs no network: open it in any browser. Long trajectories are cut to fit (the page says what).
     """
@@ -72,6 +77,9 @@ def report_command(run_dirs: tuple[Path, ...], output: Path | None, max_text: in
     caps = dataclasses.replace(REPORT_CAPS, **{k: v for k, v in (("text", max_text), ("total", max_trajectory))
                                                if v is not None})
     redactor = _redactor(run_dirs, secrets_env)
+    if len(run_dirs) == 1 and _is_suite(run_dirs[0]):
+        _suite_report(run_dirs[0], output, caps, secrets_env, baseline)
+        return
     try:
         html, warnings = build_report(run_dirs, redactor, caps)
     except AgentCompassError as exc:
@@ -84,6 +92,55 @@ def report_command(run_dirs: tuple[Path, ...], output: Path | None, max_text: in
     except OSError as exc:
         raise ReportError(f"cannot write {target}: {exc.strerror or exc}; choose another --output") from None
     click.echo(f"wrote {target} ({len(html.encode('utf-8')) / 1e6:.1f} MB); open it in a browser")
+
+
+def _is_suite(path: Path) -> bool:
+    from agentcompass.run_directory import is_suite_directory
+
+    return is_suite_directory(path)
+
+
+def _write(target: Path, html: str) -> None:
+    try:
+        target.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"cannot write {target}: {exc.strerror or exc}; choose another --output") from None
+
+
+def _suite_report(path: Path, output: Path | None, caps, secrets_env: tuple[str, ...],  # type: ignore[no-untyped-def]
+                  baseline: str | None) -> None:
+    """The leaderboard page, and each cell's run report (rewritten when the run changed since)."""
+    from agentcompass.errors import AgentCompassError
+
+    from agentcompass_report.leaderboard import leaderboard_page
+    from agentcompass_report.report import build_report
+
+    cells = sorted(p for p in path.iterdir() if (p / "run.json").is_file())
+    written = 0
+    for cell in cells:
+        target = cell / "report.html"
+        newest = max((f.stat().st_mtime for f in cell.iterdir() if f.suffix in (".json", ".jsonl")), default=0.0)
+        if target.exists() and target.stat().st_mtime >= newest:
+            continue
+        try:
+            html, warnings = build_report([cell], _redactor((cell,), secrets_env), caps)
+        except AgentCompassError as exc:
+            click.echo(f"warning: {cell.name}: no report: {exc}", err=True)
+            continue
+        for warning in warnings:
+            click.echo(f"warning: {cell.name}: {warning}", err=True)
+        _write(target, html)
+        written += 1
+    try:
+        html, warnings = leaderboard_page(path, _redactor(tuple(cells), secrets_env), baseline)
+    except AgentCompassError as exc:
+        raise ReportError(str(exc)) from None
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    target = output or path / "report.html"
+    _write(target, html)
+    click.echo(f"wrote {target} (the leaderboard of {len(cells)} cells; {written} cell report(s) written, "
+               f"{len(cells) - written} up to date); open it in a browser")
 
 
 @click.command("view")

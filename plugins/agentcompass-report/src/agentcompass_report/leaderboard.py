@@ -1,0 +1,132 @@
+"""The leaderboard page of a suite directory: one self-contained HTML file, no script, no network.
+
+The figures are :func:`agentcompass.run_directory.leaderboard`'s — exactly what ``agentcompass suite show``
+prints: per benchmark, every cell's mean with its 95% interval (drawn as a bar), pass^k, errors, tokens, cost,
+time, and its paired difference against the baseline cell. Each cell's name links to its run's own report
+(``CELL/report.html``, written beside it by ``agentcompass report SUITE_DIR``).
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentcompass.run_directory import leaderboard
+from agentcompass.runtime.model_providers import Redactor
+
+from agentcompass_report.page import _hash, asset
+
+EXTRA_CSS = """
+.lb td.cibar { width: 184px; padding-top: 6px; }
+.lb td.ci, .lb td.cellname, .lb .diff { white-space: nowrap; }
+.lb .counts { display: block; }
+.lb svg { display: block; }
+.diff.sig.up { color: var(--ok); font-weight: 600; } .diff.sig.down { color: var(--err); font-weight: 600; }
+.lb tr.baseline td { background: var(--soft); }
+.notes li { margin: 2px 0; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _bar(mean: float | None, ci: list[float] | None, low: float, high: float) -> str:
+    """The mean as a dot and its interval as a line, on the benchmark's common scale [low, high]."""
+    if mean is None:
+        return ""
+    span = (high - low) or 1.0
+
+    def x(v: float) -> float:
+        return 4 + 172 * (min(max(v, low), high) - low) / span
+
+    line = (f'<line x1="{x(ci[0]):.1f}" x2="{x(ci[1]):.1f}" y1="9" y2="9" stroke="#5f6b7a" stroke-width="2"/>'
+            if ci else "")
+    return (f'<svg width="180" height="18" role="img" aria-label="mean {mean:.4f}">'
+            f'<line x1="4" x2="176" y1="9" y2="9" stroke="#dfe3e8"/>{line}'
+            f'<circle cx="{x(mean):.1f}" cy="9" r="4" fill="#2f6fdf"/></svg>')
+
+
+def _difference(cell: dict[str, Any], baseline: str) -> str:
+    diff = cell["difference"]
+    if cell["name"] == baseline:
+        return '<span class="muted">baseline</span>'
+    if diff is None:
+        return "–"
+    if "error" in diff:
+        return f'<span class="muted" title="{_e(diff["error"])}">n/a</span>'
+    d, ci = diff["difference"], diff["ci95"]
+    sig = ci is not None and (ci[0] > 0 or ci[1] < 0)
+    cls = "diff " + ("up" if d > 0 else "down" if d < 0 else "") + (" sig" if sig else "")
+    ci_text = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
+    return (f'<span class="{cls}" data-diff="{d!r}">{d:+.4f}{ci_text}</span> '
+            f'<span class="muted small counts">{diff["better"]}↑ {diff["worse"]}↓ {diff["equal"]}= of {diff["n_tasks"]}'
+            f'</span>')
+
+
+def _bench_section(bench: dict[str, Any]) -> str:
+    cells = bench["cells"]
+    bounds = [v for c in cells for v in ([c["mean"]] if c["mean"] is not None else []) + (c["ci95"] or [])]
+    low, high = (min([0.0, *bounds]), max([1.0, *bounds])) if bounds else (0.0, 1.0)
+    rows = []
+    for rank, c in enumerate(cells, 1):
+        ci = c["ci95"]
+        passk = c["pass_hat_k"]
+        errors = f'{c["errors"]}' + (f' <span class="muted">+{c["unfinished"]} unfinished</span>'
+                                      if c["unfinished"] else "")
+        cost = "–" if c["cost_usd"] is None else f'{c["cost_usd"]:.4f}'
+        state = "" if c["state"] == "finished" else f' <span class="badge">{_e(c["state"])}</span>'
+        ci_text = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "–"
+        passk_text = f'{passk["value"]:.3f} <span class="muted">(k={passk["k"]})</span>' if passk else "–"
+        rows.append(
+            f'<tr class="cell{" baseline" if c["name"] == bench["baseline"] else ""}" data-cell="{_e(c["name"])}" '
+            f'data-mean="{c["mean"]!r}">'
+            f'<td class="num">{rank}</td><td class="cellname"><a href="{_e(c["report"])}">{_e(c["name"])}</a>'
+            f'{state}</td>'
+            f'<td>{_e(c["harness"])}</td><td>{_e(c["model"])}</td>'
+            f'<td class="num mean">{_num(c["mean"])}</td>'
+            f'<td class="num ci">{ci_text}</td>'
+            f'<td class="cibar">{_bar(c["mean"], ci, low, high)}</td>'
+            f'<td class="num">{passk_text}</td><td class="num errors">{errors}</td><td class="num">{c["tokens"]:,}</td>'
+            f'<td class="num">{cost}</td><td class="num">{c["duration_s"]:.1f}</td>'
+            f'<td class="difference">{_difference(c, bench["baseline"])}</td></tr>')
+    return (f'<section class="benchmark" data-benchmark="{_e(bench["benchmark"])}">'
+            f'<h2>{_e(bench["benchmark"])} <span class="muted small">{_e(bench["label"])} '
+            f'({_e(bench["primary_metric"])}); paired differences vs <b>{_e(bench["baseline"])}</b></span></h2>'
+            '<div class="xscroll"><table class="grid lb"><thead><tr><th class="num">#</th><th>cell</th>'
+            '<th>harness</th><th>model</th><th class="num">mean</th><th class="num">95% CI</th><th></th>'
+            '<th class="num">pass^k</th><th class="num">errors</th><th class="num">tokens</th>'
+            '<th class="num">cost USD</th><th class="num">time s</th><th>difference vs baseline [95% CI]</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>')
+
+
+def leaderboard_page(path: Path, redactor: Redactor, baseline: str | None = None) -> tuple[str, list[str]]:
+    """The page of the suite at ``path`` and the warnings reading it raised."""
+    data = leaderboard(path, baseline)
+    sections = "".join(_bench_section(b) for b in data["benchmarks"])
+    others = [*data["not_run"], *data["skipped"]]
+    notes = ""
+    if others:
+        items = "".join(f'<li data-cell="{_e(c["name"])}"><b>{_e(c["name"])}</b>: {_e(c["state"])}'
+                        f'{" — " + _e(c.get("error") or c.get("note")) if c.get("error") or c.get("note") else ""}'
+                        "</li>" for c in others)
+        notes = f'<h2>Not on the board</h2><ul class="notes" id="not-on-board">{items}</ul>'
+    css = asset("report.css") + EXTRA_CSS
+    csp = f"default-src 'none'; style-src {_hash(css)}; img-src data:; base-uri 'none'; form-action 'none'"
+    title = f"agentcompass suite: {path.name}"
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(title)}</title><style>{css}</style></head><body><div id=\"app\">"
+            f"<h1>{_e(title)}</h1><p class=\"muted small\">{len(data['benchmarks'])} benchmark(s), "
+            f"{sum(len(b['cells']) for b in data['benchmarks'])} cell(s) with results; generated {generated}. "
+            "Each cell links to its run's report.</p>"
+            f"<div id=\"leaderboard\">{sections}</div>{notes}</div></body></html>\n")
+    return redactor.text(page), list(data["warnings"])

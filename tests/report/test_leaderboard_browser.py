@@ -1,0 +1,92 @@
+"""The leaderboard page of a real suite (made by the real CLI) in a real headless Chromium: cells, intervals, the
+baseline differences, and links into each run's report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from tests.helpers.cli_processes import run_cli_subprocess
+from tests.report.test_browser import wait_for
+
+pytestmark = pytest.mark.browser
+
+SUITE = """
+baseline = "example_interactive-e0"
+
+[defaults]
+model = "mock"
+trials = 2
+seed = 5
+
+[matrix]
+benchmark = ["example_coding", "example_interactive"]
+harness = ["react", "none"]
+model_args = [{ error_rate = "0" }, { error_rate = "0.6" }]
+name = "{benchmark}-e{model_args[error_rate]}"
+exclude = [{ benchmark = "example_coding", harness = "none" }, { benchmark = "example_interactive", harness = "react" }]
+
+[[run]]
+name = "broken"
+benchmark = "example_interactive"
+harness = "none"
+env = "no-such-environment"
+"""
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("suite")
+    (base / "suite.toml").write_text(SUITE)
+    out = base / "out"
+    done = run_cli_subprocess("suite", "run", str(base / "suite.toml"), "-o", str(out), testing=False,
+                              timeout=300)
+    assert done.returncode == 1, done.stderr  # the broken cell
+    return out
+
+
+def test_the_leaderboard_page_shows_cells_intervals_differences_and_links(browser, suite, artifacts):
+    done = run_cli_subprocess("report", str(suite), testing=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {suite / 'report.html'}" in done.stdout
+    board = json.loads(run_cli_subprocess("suite", "show", str(suite), "--json", testing=False).stdout)
+    browser.get((suite / "report.html").as_uri())
+    wait_for(browser, "return document.querySelectorAll('tr.cell').length > 0")
+    browser.save_screenshot(str(artifacts / "leaderboard.png"))
+    sections = browser.find_elements(By.CSS_SELECTOR, "section.benchmark")
+    assert [s.get_attribute("data-benchmark") for s in sections] == [b["benchmark"] for b in board["benchmarks"]]
+    for section, bench in zip(sections, board["benchmarks"], strict=True):
+        rows = section.find_elements(By.CSS_SELECTOR, "tr.cell")
+        assert [r.get_attribute("data-cell") for r in rows] == [c["name"] for c in bench["cells"]]
+        assert f"paired differences vs {bench['baseline']}" in section.text
+        for row, cell in zip(rows, bench["cells"], strict=True):
+            summary = json.loads((suite / cell["name"] / "summary.json").read_text())
+            overall = summary["metrics"]["overall"][summary["primary_metric"]]
+            assert row.find_element(By.CSS_SELECTOR, "td.mean").text == f"{overall['mean']:.4f}"
+            lo, hi = overall["ci95"]
+            assert row.find_element(By.CSS_SELECTOR, "td.ci").text == f"[{lo:.3f}, {hi:.3f}]"
+            assert row.find_elements(By.CSS_SELECTOR, "td.cibar svg circle")
+            difference = row.find_element(By.CSS_SELECTOR, "td.difference").text
+            if cell["name"] == bench["baseline"]:
+                assert difference == "baseline"
+            else:
+                d = cell["difference"]
+                assert difference.startswith(f"{d['difference']:+.4f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]")
+                assert f"of {d['n_tasks']}" in difference
+    interactive = next(b for b in board["benchmarks"] if b["benchmark"] == "example_interactive")
+    assert interactive["baseline"] == "example_interactive-e0"
+    notes = browser.find_element(By.ID, "not-on-board").text
+    assert "broken: failed" in notes and "no-such-environment" in notes
+    # every cell links to its run's report, which opens
+    link = browser.find_element(By.CSS_SELECTOR, "tr.cell[data-cell='example_interactive-e0.6'] a")
+    assert link.get_attribute("href").endswith("/example_interactive-e0.6/report.html")
+    link.click()
+    wait_for(browser, "return window.__report && window.__report.ready")
+    assert "example_interactive" in browser.find_element(By.ID, "summary").text
+    run_id = json.loads((suite / "example_interactive-e0.6" / "run.json").read_text())["request"]["run_id"]
+    assert run_id in browser.page_source
+    browser.back()
+    wait_for(browser, "return document.querySelectorAll('tr.cell').length > 0")
