@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from agentcompass.cli.common import emit_json, plugin_host
+from agentcompass.cli.common import emit_json, observing, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors
 
 
@@ -76,13 +76,11 @@ def suite_run(ctx: click.Context, suite_file: Path | None, output: Path | None, 
 
     runner = SuiteRunner(host, directory, concurrency=concurrency, max_environments=max_environments,
                          max_cost=max_cost, retries=retries, observer=console, on_signal=on_signal)
-    host.add_plugin(console, "suite-console")
     try:
-        with cli_errors():
+        with cli_errors(), observing(host, console, name="suite-console"):
             outcome = asyncio.run(runner.run(plan))
     finally:
         console.stop()
-        host.remove_plugin("suite-console")
     _print_leaderboard(directory.path, None, as_json)
     if outcome.interrupted:
         click.echo(f"Interrupted; finished results are kept. Resume with: agentcompass suite run --resume "
