@@ -138,3 +138,39 @@ def test_a_cell_with_an_unknown_option_is_reported_and_the_others_run(host, tmp_
     assert str(suite) in typo.error and "cell 'typo'" in typo.error and "concurency" in typo.error
     assert "concurrency" in typo.error  # the parser's "did you mean"
     assert not (tmp_path / "s" / "typo").exists()
+
+
+def test_a_crashed_cell_is_run_again_by_a_resume_up_to_retries_and_the_rest_is_left_alone(host, tmp_path):
+    data = {"defaults": {"model": "mock"},
+            "run": [{"name": "ok", "benchmark": "scripted", "harness": "none", "benchmark_args": {"n": "2"}},
+                    {"name": "crash", "benchmark": "broken", "harness": "nop"}]}
+    directory = SuiteDirectory(tmp_path / "s")
+    notes: list[str] = []
+
+    class Notes:
+        def cell_note(self, name, message):  # type: ignore[no-untyped-def]
+            notes.append(f"{name}: {message}")
+
+        def cell_started(self, name, run_dir, resumed):  # type: ignore[no-untyped-def]
+            notes.append(f"{name}: started")
+
+        def cell_ended(self, outcome):  # type: ignore[no-untyped-def]
+            pass
+
+    def run(plan):  # type: ignore[no-untyped-def]
+        return asyncio.run(SuiteRunner(host, directory, retries=1, observer=Notes(), handle_signals=False).run(plan))
+
+    first = run(expand(data, "s.toml"))
+    assert {c.name: c.state for c in first.cells} == {"ok": "finished", "crash": "failed"}
+    assert "task_id" in next(c for c in first.cells if c.name == "crash").error  # the benchmark's KeyError
+    assert directory.state("crash").failures == 1
+    assert int(first.exit_code) == 1
+    notes.clear()
+    second = run(None)
+    assert notes == ["crash: started"]  # the finished cell is not run again; the failed one is (1 <= --retries 1)
+    assert directory.state("crash").failures == 2
+    notes.clear()
+    third = run(None)
+    assert notes == ["crash: not run again: " + next(c for c in third.cells if c.name == "crash").error]
+    assert "failed 2 times; --retries 1 allows no more" in notes[0]
+    assert {c.name: c.state for c in second.cells} == {c.name: c.state for c in third.cells}

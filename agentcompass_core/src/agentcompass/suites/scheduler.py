@@ -53,7 +53,6 @@ from agentcompass.suites.cell_state import (
     CellState,
     SkippedCell,
     SuiteDirectory,
-    SuiteRecord,
 )
 from agentcompass.suites.suite_file import FROM_MATRIX, Cell, SuitePlan
 
@@ -187,7 +186,7 @@ class SuiteRunner:
             outcomes[name] = self._cannot_start(name, error)
         capacity = SharedCapacity(self.concurrency or max([r.request.concurrency for r in ready] or [1]),
                                   self.max_environments, self.max_cost)
-        capacity.cost.spent_usd = _spent(directory, record, outcomes)
+        capacity.cost.spent_usd = _spent(outcomes)
         tasks = {r.cell.name: asyncio.create_task(self._run_cell(r, capacity)) for r in ready}
         with self._signals_to(list(tasks.values())):
             if tasks:
@@ -348,7 +347,7 @@ def _summary_of(directory: SuiteDirectory, name: str) -> RunSummary | None:
         return None
 
 
-def _spent(directory: SuiteDirectory, record: SuiteRecord, outcomes: dict[str, CellOutcome]) -> float:
+def _spent(outcomes: dict[str, CellOutcome]) -> float:
     """What the cells this invocation does not run spent (a resume's shared budget starts there; the cells it
     resumes add their own spending as they start)."""
     total = 0.0
