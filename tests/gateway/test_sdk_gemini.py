@@ -270,7 +270,7 @@ async def test_gemini_client_on_an_anthropic_provider(gateway: ModelGateway, str
 @pytest.mark.parametrize("stream", [False, True])
 async def test_openai_client_on_a_gemini_provider(gateway: ModelGateway, stream: bool) -> None:
     async with LoopbackUpstream(ScriptedModel(scripted(tool_call("get_weather", "call_g", city="Kyiv"),
-                                                       text("Snow.")))) as up:
+                                                       text("Snow all week long."))), piece=4) as up:
         provider = gemini_provider(up)
         token, meter = grant(gateway, provider)
         client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key=token, max_retries=0)
@@ -283,16 +283,22 @@ async def test_openai_client_on_a_gemini_provider(gateway: ModelGateway, stream:
         assert first.choices[0].finish_reason == "tool_calls"
         messages += [first.choices[0].message.model_dump(exclude_none=True),
                      {"role": "tool", "tool_call_id": "call_g", "content": "-3C"}]
-        if stream:
+        if stream:  # streamed from the provider as it answers, piece by piece, not its whole answer at once
             chunks = [c async for c in await client.chat.completions.create(
                 model="gemini-up", messages=messages, tools=tools, stream=True)]
-            said = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+            assert len(pieces) >= 4
+            said = "".join(pieces)
         else:
             said = (await client.chat.completions.create(model="gemini-up", messages=messages,
                                                          tools=tools)).choices[0].message.content or ""
-        assert said == "Snow."
+        assert said == "Snow all week long."
         await provider.aclose()
-    assert [r.path for r in up.requests] == ["/v1beta/models/gemini-up:generateContent"] * 2
+    method = "streamGenerateContent" if stream else "generateContent"
+    assert [r.path for r in up.requests] == ["/v1beta/models/gemini-up:generateContent",
+                                             f"/v1beta/models/gemini-up:{method}"]
+    assert meter.calls[1].response is not None and meter.calls[1].response["content"] == "Snow all week long."
+    assert meter.calls[1].completion_tokens > 0 and (meter.calls[1].ttft_s is not None) == stream
     body = up.requests[1].body
     assert body["systemInstruction"] == {"parts": [{"text": "Terse."}]}
     assert body["contents"] == [

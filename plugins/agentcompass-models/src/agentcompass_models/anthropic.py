@@ -11,18 +11,19 @@ requires alternation. Replies come back as OpenAI-style assistant messages with 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
 from agentcompass.protocols.shared import arguments_object, split_data_url
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
-from agentcompass.runtime.model_stream import NativeReply, NativeRequest
+from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse, Usage
 
 from agentcompass_models.http import HTTPModelClient
 from agentcompass_models.native import send_native
 from agentcompass_models.openai import generation_params
+from agentcompass_models.streaming import stream_answer
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -180,6 +181,18 @@ class AnthropicClient(HTTPModelClient):
         base = self.base_url
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The answer as the API streams it (``stream: true``: Messages' event sequence)."""
+        body = {**self.body(messages, tools, params), "stream": True}
+        async for event in stream_answer(self, "anthropic", self.url(), self.headers(), body):
+            yield event
+
     async def chat(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -187,6 +200,25 @@ class AnthropicClient(HTTPModelClient):
         tools: Sequence[Mapping[str, Any]] | None = None,
         **params: Any,
     ) -> ChatResponse:
+        data, attempts = await self.post_json(self.body(messages, tools, params))
+        if data.get("type") == "error" or not isinstance(data.get("content"), list):
+            raise self._error("malformed response: no content blocks", retryable=False)
+        message, finish = from_anthropic(data)
+        usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+        assert isinstance(usage, Mapping)
+        prompt = sum(int(usage.get(k) or 0) for k in
+                     ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        return ChatResponse(
+            message=message,
+            model=str(data.get("model") or self.model),
+            usage=Usage(prompt, int(usage.get("output_tokens") or 0)),
+            finish_reason=finish,
+            metadata={"attempts": attempts},
+        )
+
+    def body(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
+             params: Mapping[str, Any]) -> dict[str, Any]:
+        """The Messages request for an OpenAI-style conversation."""
         merged = {**{k: v for k, v in params.items() if v is not None}, **self.params}
         system, converted = to_anthropic(messages)
         body: dict[str, Any] = {"model": self.model, "messages": converted}
@@ -207,22 +239,8 @@ class AnthropicClient(HTTPModelClient):
             if key in merged:
                 body[key] = merged.pop(key)
         # What is left came from --model-arg (kept: the user asked for it) or is OpenAI-only (dropped).
-        body.update({k: v for k, v in merged.items() if k in self.params})
-        data, attempts = await self.post_json(body)
-        if data.get("type") == "error" or not isinstance(data.get("content"), list):
-            raise self._error("malformed response: no content blocks", retryable=False)
-        message, finish = from_anthropic(data)
-        usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
-        assert isinstance(usage, Mapping)
-        prompt = sum(int(usage.get(k) or 0) for k in
-                     ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-        return ChatResponse(
-            message=message,
-            model=str(data.get("model") or self.model),
-            usage=Usage(prompt, int(usage.get("output_tokens") or 0)),
-            finish_reason=finish,
-            metadata={"attempts": attempts},
-        )
+        body.update({k: v for k, v in merged.items() if k in self.params and k != "stream"})
+        return body
 
 
 def make_anthropic(name: str = "", *, settings: ProviderSettings | None = None, **options: Any) -> AnthropicClient:

@@ -11,18 +11,19 @@ through: its request goes out as it came, with this client's model in the URL an
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
 from agentcompass.protocols import CODECS, CanonicalRequest, ProtocolError
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
-from agentcompass.runtime.model_stream import NativeReply, NativeRequest
+from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse
 
 from agentcompass_models.http import HTTPModelClient
 from agentcompass_models.native import send_native
 from agentcompass_models.openai import generation_params
+from agentcompass_models.streaming import stream_answer
 
 GEMINI_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSIONS = ("v1beta", "v1", "v1alpha")
@@ -64,6 +65,25 @@ class GeminiClient(HTTPModelClient):
         return await send_native(self, dataclasses.replace(request, body=body), url, headers, model_in_body=False,
                                  params={})
 
+    def body(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
+             params: Mapping[str, Any]) -> dict[str, Any]:
+        settings = {**{k: v for k, v in params.items() if v is not None}, **self.params}
+        request = CanonicalRequest(messages=[dict(m) for m in messages], tools=[dict(t) for t in tools or ()],
+                                   params=settings)
+        return CODECS["gemini"].render_request(request, self.model)
+
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The answer as the API streams it (``:streamGenerateContent?alt=sse``)."""
+        url = f"{self.root}/{self.api_version}/models/{self.model}:streamGenerateContent?alt=sse"
+        async for event in stream_answer(self, "gemini", url, self.headers(), self.body(messages, tools, params)):
+            yield event
+
     async def chat(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -72,13 +92,7 @@ class GeminiClient(HTTPModelClient):
         **params: Any,
     ) -> ChatResponse:
         codec = CODECS["gemini"]
-        settings = {**{k: v for k, v in params.items() if v is not None}, **self.params}
-        request = CanonicalRequest(messages=[dict(m) for m in messages], tools=[dict(t) for t in tools or ()],
-                                   params=settings)
-        body = codec.render_request(request, self.model)
-        if not tools:
-            body.pop("toolConfig", None)
-        data, attempts = await self.post_json(body)
+        data, attempts = await self.post_json(self.body(messages, tools, params))
         try:
             response = codec.parse_response(data)
         except ProtocolError as exc:

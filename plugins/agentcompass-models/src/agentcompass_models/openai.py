@@ -10,16 +10,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials, parse_value
-from agentcompass.runtime.model_stream import NativeReply, NativeRequest
+from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse, ModelError, Usage
 
 from agentcompass_models.http import HTTPModelClient
 from agentcompass_models.native import send_native
+from agentcompass_models.streaming import stream_answer
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -69,6 +70,17 @@ class OpenAIChatClient(HTTPModelClient):
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
+    def body(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
+             params: Mapping[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if tools:
+            body["tools"] = list(tools)
+        body.update({k: v for k, v in params.items() if v is not None})
+        body.update(self.params)
+        body.pop("stream", None)
+        body.pop("stream_options", None)
+        return body
+
     async def chat(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -76,14 +88,20 @@ class OpenAIChatClient(HTTPModelClient):
         tools: Sequence[Mapping[str, Any]] | None = None,
         **params: Any,
     ) -> ChatResponse:
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
-        if tools:
-            body["tools"] = list(tools)
-        body.update({k: v for k, v in params.items() if v is not None})
-        body.update(self.params)
-        body.pop("stream", None)
-        data, attempts = await self.post_json(body)
+        data, attempts = await self.post_json(self.body(messages, tools, params))
         return self.parse(data, attempts)
+
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The answer as the server streams it (``stream: true`` with the usage in a last chunk)."""
+        body = {**self.body(messages, tools, params), "stream": True, "stream_options": {"include_usage": True}}
+        async for event in stream_answer(self, "chat", self.url(), self.headers(), body):
+            yield event
 
     def parse(self, data: Mapping[str, Any], attempts: int) -> ChatResponse:
         choices = data.get("choices")
