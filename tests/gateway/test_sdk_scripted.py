@@ -129,11 +129,42 @@ async def test_openai_responses_sdk_tool_loop(gateway: ModelGateway, stream: boo
     assert [(c.protocol, c.endpoint, c.stream) for c in meter.calls] == [("responses", "/v1/responses", stream)] * 3
 
 
-async def test_responses_refuses_previous_response_id(gateway: ModelGateway) -> None:
-    token, _ = grant(gateway, ScriptedModel())
+@pytest.mark.parametrize("stream", [False, True])
+async def test_responses_previous_response_id_continues_the_attempts_conversation(gateway: ModelGateway,
+                                                                                  stream: bool) -> None:
+    model = ScriptedModel(scripted(tool_call("shell", "call_a", command="ls"), text("Two files."), text("Bye.")))
+    token, _ = grant(gateway, model)
     client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key=token, max_retries=0)
-    with pytest.raises(openai.BadRequestError, match="previous_response_id is not supported"):
-        await client.responses.create(model="x", input="hi", previous_response_id="resp_1")
+    tools = [{"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}}]
+
+    async def ask(**kwargs: object) -> openai.types.responses.Response:
+        if stream:
+            async with client.responses.stream(model="gpt-5", tools=tools, **kwargs) as s:  # type: ignore[arg-type]
+                return await s.get_final_response()
+        return await client.responses.create(model="gpt-5", tools=tools, **kwargs)  # type: ignore[arg-type,call-overload,no-any-return]
+
+    first = await ask(instructions="Be terse.", input="list files")
+    second = await ask(instructions="Be terse.", previous_response_id=first.id,
+                       input=[{"type": "function_call_output", "call_id": "call_a", "output": "a b"}])
+    assert second.output_text == "Two files."
+    third = await ask(previous_response_id=second.id, input="thanks")
+    assert third.output_text == "Bye."
+    assert model.requests[1]["messages"] == [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "list files"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_a", "type": "function", "function": {
+            "name": "shell", "arguments": json.dumps({"command": "ls"})}}]},
+        {"role": "tool", "tool_call_id": "call_a", "content": "a b"}]
+    # The instructions are not carried over; the whole conversation is.
+    assert model.requests[2]["messages"] == [*model.requests[1]["messages"][1:],
+                                             {"role": "assistant", "content": "Two files."},
+                                             {"role": "user", "content": "thanks"}]
+    with pytest.raises(openai.BadRequestError, match="not a response of this task attempt"):
+        await client.responses.create(model="x", input="hi", previous_response_id="resp_elsewhere")
+    other, _ = grant(gateway, ScriptedModel())  # another attempt does not see this one's responses
+    with pytest.raises(openai.BadRequestError, match="not a response of this task attempt"):
+        await openai.AsyncOpenAI(base_url=gateway.base_url, api_key=other, max_retries=0).responses.create(
+            model="x", input="hi", previous_response_id=first.id)
 
 
 async def test_chat_completions_stream_with_usage_and_tool_calls(gateway: ModelGateway) -> None:

@@ -7,8 +7,9 @@ Split from :mod:`agentcompass.models.gateway` (tokens, routes, sockets) so that 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -22,11 +23,7 @@ from agentcompass.protocols.shared import require
 from agentcompass.protocols.sse import SSEParser, last_boundary
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.logs import get_logger
-from agentcompass.runtime.model_stream import (
-    NativeReply,
-    NativeRequest,
-    events_of,
-)
+from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEnd, events_of
 from agentcompass.runtime.models import ModelError
 
 
@@ -39,6 +36,19 @@ class Grant:
     #: The same clients, recording their calls as in-process ones (``via: client``): what a remote worker's
     #: Python harness or benchmark calls through the gateway (it says so with :data:`VIA_HEADER`).
     direct: dict[str, MeteredModel] = attrs.field(factory=dict)
+    #: The attempt's translated Responses answers by id: the conversation up to and with each (what a request
+    #: naming it as ``previous_response_id`` continues), the latest :data:`KEPT_RESPONSES`.
+    responses: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)
+
+    def remember(self, response_id: str, conversation: list[dict[str, Any]]) -> None:
+        self.responses[response_id] = conversation
+        while len(self.responses) > KEPT_RESPONSES:
+            del self.responses[next(iter(self.responses))]
+
+
+#: How many Responses answers an attempt keeps for ``previous_response_id``.
+KEPT_RESPONSES = 64
+Remember = Callable[[str, Mapping[str, Any]], None]
 
 
 
@@ -112,12 +122,14 @@ async def _body(request: web.Request) -> Any:
         raise ProtocolError("request body is not valid JSON") from None
 
 
-async def answer(gateway: ModelGateway, grant: Grant, protocol: str, path: str, body: Any, via_client: bool
+async def answer(gateway: ModelGateway, grant: Grant, protocol: str, path: str, body: Any, via_client: bool,
+                 canonical: CanonicalRequest | None = None, remember: Remember | None = None
                  ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
-    """A whole (not streamed) answer, translated: status, JSON body, extra headers."""
+    """A whole (not streamed) answer, translated: status, JSON body, extra headers. ``canonical`` is the
+    request already read; ``remember(id, message)`` is told the answer (Responses' ``previous_response_id``)."""
     codec = CODECS[protocol]
     try:
-        canonical = codec.parse_request(body)
+        canonical = canonical or codec.parse_request(body)
     except ProtocolError as exc:
         return exc.status, codec.error_body(exc.status, str(exc), exc.kind), None
     role = gateway.route(grant, canonical.model)
@@ -131,6 +143,8 @@ async def answer(gateway: ModelGateway, grant: Grant, protocol: str, path: str, 
     except Exception as exc:
         return _failure(gateway, codec, role, exc)
     rendered = codec.render_response(response, grant.model_ids[role])
+    if remember is not None and rendered.get("id"):
+        remember(str(rendered["id"]), response.message)
     return 200, gateway.redactor.data(rendered), None
 
 
@@ -171,20 +185,41 @@ async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path
         return await _passthrough(gateway, request, codec, client, native, role, url)
     if url is not None:
         body = {**body, "model": url.model, "stream": url.stream}
+    history: list[dict[str, Any]] = []
+    previous = body.get("previous_response_id") if protocol == "responses" else None
+    if previous:
+        if str(previous) not in grant.responses:
+            return _json(codec, 400, f"previous_response_id {str(previous)[:80]!r} is not a response of this task "
+                         "attempt: the gateway keeps the responses of the running attempt only (or send the whole "
+                         "conversation as input, with store: false, as Codex does)")
+        history = grant.responses[str(previous)]
+        body = {k: v for k, v in body.items() if k != "previous_response_id"}
     try:
         canonical = codec.parse_request(body)
     except ProtocolError as exc:
         return _json(codec, exc.status, str(exc), exc.kind)
     if canonical.dropped:
         _log_dropped(protocol, canonical.dropped)
+    remember: Remember | None = None
+    if protocol == "responses":  # what a later previous_response_id continues: the conversation and the answer
+        lead = 1 if body.get("instructions") else 0  # instructions are not carried over (as OpenAI does)
+        conversation = [*history, *canonical.messages[lead:]]
+        canonical = dataclasses.replace(canonical, messages=canonical.messages[:lead] + conversation)
+
+        def remember(response_id: str, message: Mapping[str, Any]) -> None:
+            grant.remember(response_id, [*conversation, dict(message)])
+
     if not canonical.stream:
-        status, payload, headers = await answer(gateway, grant, protocol, path, body, via_client)
+        status, payload, headers = await answer(gateway, grant, protocol, path, body, via_client, canonical,
+                                                remember)
         return web.json_response(payload, status=status, headers=headers)
-    return await _stream_translated(gateway, request, codec, canonical, client, role, grant.model_ids[role], path)
+    return await _stream_translated(gateway, request, codec, canonical, client, role, grant.model_ids[role], path,
+                                    remember)
 
 
 async def _stream_translated(gateway: ModelGateway, request: web.Request, codec: Codec, canonical: CanonicalRequest,
-                             client: MeteredModel, role: str, model_id: str, path: str) -> web.StreamResponse:
+                             client: MeteredModel, role: str, model_id: str, path: str,
+                             remember: Remember | None = None) -> web.StreamResponse:
     mask = gateway.redactor.text
     events = client.stream(canonical.messages, tools=canonical.tools or None, protocol=codec.name,
                            endpoint=endpoint_of(codec.name, path), **_params(canonical))
@@ -199,8 +234,12 @@ async def _stream_translated(gateway: ModelGateway, request: web.Request, codec:
         await stream.prepare(request)
         try:
             await stream.write(encoder.start() + _masked(encoder.event(first), mask))
+            last = first
             async for event in events:
+                last = event
                 await stream.write(_masked(encoder.event(event), mask))
+            if remember is not None and isinstance(last, StreamEnd) and getattr(encoder, "id", None):
+                remember(str(encoder.id), last.response.message)  # type: ignore[attr-defined]
         except DISCONNECTED:
             return stream  # closing ``events`` cancels the upstream call
         except Exception as exc:

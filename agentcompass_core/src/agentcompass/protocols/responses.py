@@ -4,8 +4,9 @@
 ``custom_tool_call`` items join the assistant message before them as ``tool_calls``, ``reasoning`` items its
 ``reasoning_blocks``, ``function_call_output`` / ``custom_tool_call_output`` items ``tool`` messages. Rendering
 back gives each call and reasoning item its own input item again, in the order reasoning, message, calls.
-``previous_response_id`` is refused (this gateway stores no responses: send the whole input, as ``store:
-false`` clients such as Codex do); ``item_reference`` items likewise.
+The codec refuses ``previous_response_id`` (it holds no responses); the gateway serves it for translated calls
+from the answers of the running task attempt (:mod:`agentcompass.models.gateway_serving`), and passes it
+through to a provider that speaks Responses. ``item_reference`` items are refused.
 """
 
 from __future__ import annotations
