@@ -10,6 +10,8 @@ from agentcompass.plugins import PluginHost, load_plugins
 from hypothesis import settings
 
 from tests.helpers import testing_plugin
+from tests.helpers.examples import FULL, QUICK
+from tests.helpers.report_runs import make_interactive_runs
 
 #: Speed is measured by the bench/ scripts, never by tests: no hypothesis deadline (on a loaded machine one
 #: example's time says nothing about the code, and a deadline only makes property tests flaky).
@@ -29,6 +31,14 @@ def host() -> Iterator[PluginHost]:
         plugin_host.remove_plugin("testing")
 
 
+@pytest.fixture(scope="session")
+def interactive_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``main``, ``errored`` and ``trials``: real runs of example_interactive made through the real CLI once per
+    session for the report and export tests (:func:`tests.helpers.report_runs.make_interactive_runs`). Shared:
+    read them, or copy one before changing it."""
+    return make_interactive_runs(tmp_path_factory.mktemp("interactive-runs"))
+
+
 #: The slow groups: left out of a default ``uv run pytest`` (see :func:`pytest_collection_modifyitems`).
 SLOW_MARKERS = ("docker", "ray", "browser", "slow", "agent_cli")
 ALL_TESTS_ENV = "AGENTCOMPASS_ALL_TESTS"
@@ -40,6 +50,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--all-tests", action="store_true", default=False,
                      help=f"Also run the slow groups ({', '.join(SLOW_MARKERS)}); also ${ALL_TESTS_ENV}=1. "
                           "CI (.ci/run) sets it.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The hypothesis profile: every example in a full run (``--all-tests``, CI), fewer in a default run
+    (:mod:`tests.helpers.examples`); ``--hypothesis-profile NAME`` still picks one by name."""
+    from hypothesis import settings
+
+    if config.getoption("hypothesis_profile", None):
+        return
+    full = config.getoption("--all-tests") or os.environ.get(ALL_TESTS_ENV)
+    settings.load_profile(FULL if full else QUICK)
 
 
 def _slow_groups_wanted(config: pytest.Config) -> set[str]:

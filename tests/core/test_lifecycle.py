@@ -14,6 +14,7 @@ from agentcompass.runtime import RunRequest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
 from tests.helpers.testing_plugin import CountingProvider
 
 # Short enough to keep the test quick, long enough that a loaded machine does not time out healthy phases.
@@ -81,7 +82,7 @@ PHASE_FAULTS = {
 }
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     faults=st.lists(st.fixed_dictionaries(PHASE_FAULTS), min_size=1, max_size=4),
     mode=st.sampled_from(["none", "reuse", "fresh"]),

@@ -13,6 +13,7 @@ from agentcompass.runtime import EnvironmentSpec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
 from tests.helpers.local_procs import kill_sleeping, start_time, unique_sleep, wait_until_gone
 
 
@@ -91,7 +92,7 @@ async def test_files_and_trees_round_trip(session, tmp_path):
     assert (await session.exec(["cat", "copy/dir/blob.bin"])).returncode == 0
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.text(min_size=1, max_size=30))
 def test_any_path_resolves_inside_or_is_refused(tmp_path_factory, name):
     from agentcompass.builtin.local import LocalSession

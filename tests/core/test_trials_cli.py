@@ -27,25 +27,25 @@ def seeds(run_dir: Path) -> dict[tuple[str, int], int]:
 
 
 def test_trials_with_a_seed_give_ci_and_pass_k_and_the_same_seed_gives_the_same_seeds(tmp_path):
-    args = ["example_interactive", "none", "mock", "-m", "error_rate=0.3", "--trials", "4", "--seed", "7"]
+    args = ["example_interactive", "none", "mock", "-m", "error_rate=0.3", "--trials", "4", "--seed", "7", "-n", "6"]
     first = run(*args, "-o", str(tmp_path / "a"))
-    assert first["trials"] == 4 and first["seed"] == 7 and first["status_counts"] == {"COMPLETED": 44}
+    assert first["trials"] == 4 and first["seed"] == 7 and first["status_counts"] == {"COMPLETED": 24}
     score = first["metrics"]["overall"]["score"]
-    assert score["n"] == 44 and score["n_tasks"] == 11
+    assert score["n"] == 24 and score["n_tasks"] == 6
     low, high = score["ci95"]
     assert low < score["mean"] < high
     assert [p["k"] for p in first["metrics"]["pass_k"]] == [1, 2, 3, 4]
     hats = [p["pass_hat_k"] for p in first["metrics"]["pass_k"]]
     assert hats == sorted(hats, reverse=True) and hats[0] > hats[-1]  # the mock's errors make trials differ
     second = run(*args, "-o", str(tmp_path / "b"))
-    assert seeds(tmp_path / "a") == seeds(tmp_path / "b") and len(set(seeds(tmp_path / "a").values())) == 44
+    assert seeds(tmp_path / "a") == seeds(tmp_path / "b") and len(set(seeds(tmp_path / "a").values())) == 24
     assert second["metrics"] == first["metrics"]
     other = run("example_interactive", "none", "mock", "-m", "error_rate=0.3", "--trials", "4", "--seed", "8",
-                "-o", str(tmp_path / "c"))
+                "-n", "6", "-o", str(tmp_path / "c"))
     assert set(seeds(tmp_path / "c").values()).isdisjoint(seeds(tmp_path / "a").values())
     assert other["seed"] == 8
     shown = run_cli_subprocess("results", "show", str(tmp_path / "a"), testing=False)
-    assert "11 × 4 trials" in shown.stdout and "pass^4=" in shown.stdout and "95% CI" in shown.stdout
+    assert "6 × 4 trials" in shown.stdout and "pass^4=" in shown.stdout and "95% CI" in shown.stdout
 
 
 def test_a_run_without_seed_records_the_one_it_chose(tmp_path):
@@ -66,6 +66,7 @@ def test_resume_extends_trials_exactly_once_and_refuses_fewer(tmp_path):
     assert json.loads(extended.stdout)["trials"] == 4
 
 
+@pytest.mark.slow  # SIGKILL and resume end to end (a kill and a resume run by default: test_local_env_cli)
 def test_sigkill_mid_run_then_resume_leaves_one_record_per_task_and_trial(tmp_path):
     out = tmp_path / "r"
     proc = start_cli("run", "example_interactive", "none", "mock", "-m", "latency=0.05", "--trials", "3",
@@ -86,7 +87,7 @@ def test_sigkill_mid_run_then_resume_leaves_one_record_per_task_and_trial(tmp_pa
     assert json.loads(resumed.stdout)["metrics"] == fresh["metrics"]
 
 
-@pytest.mark.parametrize("benchmark", ["example_interactive", "example_coding"])
+@pytest.mark.parametrize("benchmark", ["example_interactive", pytest.param("example_coding", marks=pytest.mark.slow)])
 def test_evaluate_reproduces_the_metrics_without_running_and_never_touches_the_source(tmp_path, benchmark):
     harness = "none" if benchmark == "example_interactive" else "oracle"
     source = tmp_path / "src"
@@ -124,7 +125,7 @@ def test_evaluate_refuses_a_benchmark_that_scores_from_the_live_environment(tmp_
 
 
 def test_compare_shows_a_paired_difference_and_refuses_runs_it_cannot_pair(tmp_path):
-    common = ["example_interactive", "none", "mock", "--trials", "3", "--seed", "11"]
+    common = ["example_interactive", "none", "mock", "--trials", "2", "--seed", "11"]
     run(*common, "-m", "error_rate=0.5", "-o", str(tmp_path / "a"))
     run(*common, "-o", str(tmp_path / "b"))
     proc = run_cli_subprocess("results", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json",
@@ -143,7 +144,7 @@ def test_compare_shows_a_paired_difference_and_refuses_runs_it_cannot_pair(tmp_p
     text = run_cli_subprocess("results", "compare", str(tmp_path / "a"), str(tmp_path / "b"), testing=False)
     assert "B − A" in text.stdout and "paired by task" in text.stdout
 
-    run("example_coding", "oracle", "mock", "-o", str(tmp_path / "c"))
+    run("example_coding", "oracle", "mock", "-n", "1", "-o", str(tmp_path / "c"))
     other = run_cli_subprocess("results", "compare", str(tmp_path / "a"), str(tmp_path / "c"), testing=False)
     assert other.returncode == 2 and "compare runs of one benchmark" in other.stderr
     run("example_interactive", "none", "mock", "-t", "create_basic", "-o", str(tmp_path / "d"))

@@ -10,6 +10,8 @@ from example_interactive.domain import TOOL_NAMES, TaskDomain, canonical, db_equ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
+
 USERS = ["user_1", "user_2", "user_3", "user_9"]
 TASK_IDS = [f"task_{i}" for i in range(1, 10)]
 STATUS = ["pending", "completed", "archived"]
@@ -107,7 +109,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.sampled_from([*TOOL_NAMES, "delete_task", ""]), json_values | st.text(max_size=20))
 def test_any_tool_call_yields_a_json_result_and_never_raises(name, arguments):
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)

@@ -13,6 +13,7 @@ from agentcompass.testing import LoopbackOpenAI
 
 from tests.harnesses.support import assistant_turns, instruction, solver
 from tests.helpers.cli_processes import run_cli_subprocess
+from tests.helpers.report_runs import make_interactive_runs
 
 #: The API key the loopback model server demands: it must reach the server and nothing that is exported.
 PLANTED_KEY = "sk-h27planted-4c1d9e7a2b6f80135e"
@@ -45,21 +46,18 @@ def make_run(directory: Path, benchmark: str, harness: str, model: str, *args: s
 
 def make_runs(base: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, Path]:
     """The four runs, each with ``extra`` options (``--otel``) and ``env``."""
-    ei = ("example_interactive", "none", "mock")
-    runs = {
-        "main": make_run(base / "main", *ei, "--seed", "7", *extra, env=env),
-        "errored": make_run(base / "errored", *ei, "--seed", "7", "-m", "latency=0.2", "--timeout", "0.5",
-                            "--retries", "1", *extra, env=env),
-        "trials": make_run(base / "trials", *ei, "--seed", "8", "--trials", "3", "-m", "error_rate=0.3", *extra,
-                           env=env),
-    }
+    return {**make_interactive_runs(base, *extra, env=env), "react": make_react_run(base, *extra, env=env)}
+
+
+def make_react_run(base: Path, *extra: str, env: dict[str, str] | None = None) -> Path:
+    """The ``react`` run on example_coding against the loopback server that demands :data:`PLANTED_KEY`."""
     with LoopbackOpenAI(flaky_solver, api_key=PLANTED_KEY) as server:
-        runs["react"] = make_run(
+        react = make_run(
             base / "react", "example_coding", "react", REACT_MODEL, "--seed", "3", "-t", "fizzbuzz", "-t", FAILING_TASK, "-t", "flatten",
             "--model-base-url", server.base_url, "--model-api-key-env", KEY_ENV, "--max-retries", "0", *extra,
             env={**(env or {}), KEY_ENV: PLANTED_KEY})
         assert server.requests, "the react run never called the model"
-    return runs
+    return react
 
 
 def jsonl(path: Path) -> Iterator[dict[str, Any]]:

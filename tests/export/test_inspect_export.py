@@ -4,6 +4,7 @@ compared figure by figure with what the run directory holds."""
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -135,9 +136,10 @@ def test_json_format_and_default_location(runs: dict[str, Path], tmp_path: Path)
     log = export(runs["trials"], tmp_path / "trials.json")
     assert json.loads((tmp_path / "trials.json").read_text())["eval"]["task"] == "example_interactive"
     assert len(log.samples) == 33 and {s.epoch for s in log.samples} == {1, 2, 3}
-    done = run_cli("export", "inspect", str(runs["main"]))
-    run_id = json.loads((runs["main"] / "run.json").read_text())["run_id"]
-    assert done.returncode == 0 and (runs["main"] / f"{run_id}.eval").is_file()
+    main = shutil.copytree(runs["main"], tmp_path / "main")  # the runs are shared: write into a copy
+    done = run_cli("export", "inspect", str(main))
+    run_id = json.loads((main / "run.json").read_text())["run_id"]
+    assert done.returncode == 0 and (main / f"{run_id}.eval").is_file()
 
 
 def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:

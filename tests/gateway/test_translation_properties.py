@@ -13,7 +13,9 @@ from agentcompass.runtime.models import ChatResponse, Usage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+from tests.helpers.examples import examples
+
+SETTINGS = settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
 words = st.text(st.sampled_from("ab \"\\\n{}é中😀"), min_size=1, max_size=12)
 names = st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True)
 ids = st.from_regex(r"(toolu|call)_[A-Za-z0-9]{4,10}", fullmatch=True)

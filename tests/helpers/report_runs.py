@@ -14,12 +14,25 @@ XSS = ('</script><script>window.__xss = 1</script><img src=x onerror="window.__x
 PLANTED_KEY = "sk-planted-7f3a9c2e41b8d6059e1f"
 
 
-def make_run(directory: Path, *args: str) -> Path:
+def make_run(directory: Path, *args: str, env: dict[str, str] | None = None) -> Path:
     """``agentcompass run example_interactive none mock ARGS -o DIRECTORY`` through the real CLI."""
     done = run_cli_subprocess("run", "example_interactive", "none", "mock", "-o", str(directory), *args,
-                              testing=False)
+                              testing=False, env=env, timeout=240)
     assert (directory / "summary.json").exists(), done.stderr
     return directory
+
+
+def make_interactive_runs(base: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, Path]:
+    """The README's main job, an errored run (tasks of 3+ model calls time out; retried once) and 3 trials
+    with an error-prone model, each with ``extra`` options, in ``base``. The session fixture
+    ``interactive_runs`` (tests/conftest.py) makes them once for the report and export tests."""
+    return {
+        "main": make_run(base / "main", "--seed", "7", *extra, env=env),
+        "errored": make_run(base / "errored", "--seed", "7", "-m", "latency=0.2", "--timeout", "0.5",
+                            "--retries", "1", *extra, env=env),
+        "trials": make_run(base / "trials", "--seed", "8", "--trials", "3", "-m", "error_rate=0.3", *extra,
+                           env=env),
+    }
 
 
 def plant_hostile(source: Path, target: Path) -> Path:

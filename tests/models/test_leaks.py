@@ -27,6 +27,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
 from tests.models.models_support import API_KEY, MODEL, ProbeBenchmark, cli, plugin_host, read_jsonl, run
 from tests.models.models_support import settings as client_settings
 
@@ -69,7 +70,7 @@ def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str]:
 # -- 1. a key echoed where the provider's message is cut --------------------------------------------------
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(key=keys(), data=st.data())
 def test_a_key_echoed_across_the_cut_off_is_masked_by_the_provider(key: str, data: st.DataObject) -> None:
     at = data.draw(st.integers(ERROR_SNIPPET - len(key) + 1, ERROR_SNIPPET - 1), label="echo offset")
@@ -93,7 +94,7 @@ def test_a_key_echoed_across_the_cut_off_is_masked_by_the_provider(key: str, dat
     assert not leaked(key, message), message
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
 @given(good=keys(), wrong=keys(), via=st.sampled_from(["gateway", "client"]), data=st.data())
 def test_no_piece_of_a_key_reaches_run_files_logs_output_or_environments(
         good: str, wrong: str, via: str, data: st.DataObject) -> None:

@@ -13,6 +13,8 @@ from agentcompass.redaction import MASK, Redactor
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
+
 #: Text around the secrets: no 8-character run of it can be part of a key (every 8 characters hold a space).
 FILLER = "the key in the call was not valid; " * 40
 KEY_CHARS = string.ascii_letters + string.digits + "-_"
@@ -35,7 +37,7 @@ def leaked(value: str, text: str) -> set[str]:
     return {p for p in pieces(value) if p in text}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(key=keys(), data=st.data())
 def test_a_key_cut_by_a_truncation_is_masked(key: str, data: st.DataObject) -> None:
     cut = 300
@@ -70,7 +72,7 @@ def encodings(key: str, user: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(key=keys(ODD_CHARS), user=st.text(alphabet=string.ascii_letters + string.digits, max_size=12),
        wrap=st.sampled_from(["plain", "header", "json-line"]))
 def test_encoded_keys_are_masked(key: str, user: str, wrap: str) -> None:
@@ -99,7 +101,7 @@ def test_short_and_low_entropy_pieces_are_masked_whole_only() -> None:
     assert redactor.text("key sk-000000000000000000!") == "key ***!"
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(key=keys(), shift=st.integers(0, 4000), tail=st.integers(0, 3) )
 def test_a_call_record_is_masked_before_it_is_cut(key: str, shift: int, tail: int) -> None:
     # Keys back to back where the cut falls: wherever it lands, it splits one (or none) of them.

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
 from tests.models.models_support import MODEL, ProbeBenchmark, plugin_host
 
 secret_values = st.text(alphabet=string.ascii_letters + string.digits + "-_.~+/=\"\\\\", min_size=6, max_size=48).map(
@@ -31,7 +32,7 @@ def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return result.exit_code, result.output + (result.stderr if result.stderr_bytes is not None else "")
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=list(HealthCheck))
 @given(good=secret_values, wrong=secret_values, via=st.sampled_from(["gateway", "client"]))
 def test_random_keys_never_reach_the_run_directory_logs_or_environments(good: str, wrong: str, via: str) -> None:
     if good == wrong:

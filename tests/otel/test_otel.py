@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from agentcompass.plugins import load_plugins
 from agentcompass.testing import run_benchmark
 from agentcompass_otel.tracing import RunTracing
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.export.runs import PLANTED_KEY, jsonl, make_runs, run_cli
+from tests.export.runs import PLANTED_KEY, jsonl, make_react_run, make_runs, run_cli
 from tests.otel.receiver import otlp_receiver
 from tests.otel.spans import all_values, check_run_tree, from_sdk
 
@@ -70,19 +71,17 @@ async def test_disabled_tracing_makes_no_span_and_no_exporter(tmp_path: Path, mo
     assert "plugin.observer_failed" not in (tmp_path / "run" / "logs.jsonl").read_text()
 
 
-def test_runs_with_otel_reach_an_otlp_receiver(tmp_path: Path) -> None:
-    """The four runs of the export tests, each with ``--otel``, exported by the SDK's OTLP/HTTP exporter to a
-    receiver on loopback: every trace checks out, and the react run's planted key is nowhere in what arrived."""
-    with otlp_receiver() as receiver:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-               "OTEL_SERVICE_NAME": "h27-otel-test"}
-        runs = make_runs(tmp_path, "--otel", env=env)
+OTLP_ENV = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_SERVICE_NAME": "h27-otel-test"}
+
+
+def check_received(receiver, runs: dict[str, Path]) -> None:  # type: ignore[no-untyped-def]
+    """Every run's trace checks out in what the receiver got, and the react run's planted key is nowhere in it."""
     assert receiver.bodies and set(receiver.paths) == {"/v1/traces"}
     assert set(receiver.content_types) == {"application/x-protobuf"}
     for run_dir in runs.values():
         check_run_tree(receiver.spans, run_dir)
     assert {s.resource["service.name"] for s in receiver.spans} == {"h27-otel-test"}
-    assert len({s.trace_id for s in receiver.spans}) == 4
+    assert len({s.trace_id for s in receiver.spans}) == len(runs)
     for body in receiver.bodies:
         assert PLANTED_KEY.encode() not in body
     assert PLANTED_KEY not in all_values(receiver.spans)
@@ -91,6 +90,25 @@ def test_runs_with_otel_reach_an_otlp_receiver(tmp_path: Path) -> None:
     assert len(failed) == 1 and "HTTP 400" in failed[0].status_message
     assert failed[0].attributes["agentcompass.via"] == "client"  # the react harness calls in-process
     assert any(s.attributes.get("agentcompass.run_id") == react for s in receiver.spans)
+
+
+def test_a_run_with_otel_reaches_an_otlp_receiver(tmp_path: Path) -> None:
+    """The react run of the export tests with ``--otel`` through the real CLI, exported by the SDK's OTLP/HTTP
+    exporter to a receiver on loopback (the other runs' trees are checked in-process above, and all four
+    through OTLP in the slow test below)."""
+    with otlp_receiver() as receiver:
+        runs = {"react": make_react_run(tmp_path, "--otel", env={**OTLP_ENV,
+                                                                  "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})}
+    check_received(receiver, runs)
+
+
+@pytest.mark.slow
+def test_runs_with_otel_reach_an_otlp_receiver(tmp_path: Path) -> None:
+    """The four runs of the export tests, each with ``--otel``, exported by the SDK's OTLP/HTTP exporter to a
+    receiver on loopback: every trace checks out, and the react run's planted key is nowhere in what arrived."""
+    with otlp_receiver() as receiver:
+        runs = make_runs(tmp_path, "--otel", env={**OTLP_ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
+    check_received(receiver, runs)
 
 
 def test_otel_without_the_plugin_is_a_clear_error(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from agentcompass.testing.scripted_models import LoopbackOpenAI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
 from tests.helpers.ray_runs import comparable, records
 
 
@@ -78,7 +79,8 @@ def run(request: RunRequest, run_dir: Path) -> Any:
 ])
 def test_a_remote_attempt_ends_as_a_local_one(tmp_path: Path, benchmark: str, harness: str,
                                                extra: dict[str, Any]) -> None:
-    base = RunRequest(benchmark=benchmark, harness=harness, model="mock", seed=9, trials=2, concurrency=3, **extra)
+    base = RunRequest(benchmark=benchmark, harness=harness, model="mock", seed=9, trials=2, concurrency=3, limit=5,
+                      **extra)
     local = run(base, tmp_path / "local")
     remote = run(RunRequest(**{**base.__dict__, "executor": "pickled"}), tmp_path / "remote")
     assert comparable(tmp_path / "remote") == comparable(tmp_path / "local")
@@ -107,7 +109,7 @@ def test_nothing_sent_holds_the_provider_key(tmp_path: Path, monkeypatch: pytest
     assert json.loads((tmp_path / "run" / "run.json").read_text())["request"]["executor"] == "pickled"
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.dictionaries(st.sampled_from(["a", "token", "x"]), st.text(min_size=0, max_size=20), max_size=3),
        st.text(alphabet="abcdef0123456789", min_size=8, max_size=16))
 def test_scrubbing_leaves_no_secret_in_any_option(options: dict[str, str], secret: str) -> None:

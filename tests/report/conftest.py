@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.report_runs import make_run, plant_hostile
+from tests.helpers.report_runs import plant_hostile
 from tests.report.browser import chromium, missing
 
 REQUIRE_BROWSER = "AGENTCOMPASS_REQUIRE_BROWSER"
@@ -17,16 +17,11 @@ ARTIFACTS = "AGENTCOMPASS_TEST_ARTIFACTS"
 
 
 @pytest.fixture(scope="session")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The README's main job, an errored run (tasks of 3+ model calls time out; retried once) and 3 trials."""
-    base = tmp_path_factory.mktemp("runs")
-    out = {
-        "main": make_run(base / "main", "--seed", "7"),
-        "errored": make_run(base / "errored", "--seed", "7", "-m", "latency=0.2", "--timeout", "0.5",
-                            "--retries", "1"),
-        "trials": make_run(base / "trials", "--seed", "8", "--trials", "3", "-m", "error_rate=0.3"),
-    }
-    out["hostile"] = plant_hostile(out["main"], base / "hostile")
+def runs(interactive_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The README's main job, an errored run (tasks of 3+ model calls time out; retried once), 3 trials, and a
+    hostile copy of the main job."""
+    out = dict(interactive_runs)
+    out["hostile"] = plant_hostile(out["main"], tmp_path_factory.mktemp("runs") / "hostile")
     return out
 
 

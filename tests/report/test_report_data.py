@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.cli_processes import run_cli_subprocess, start_cli
+from tests.helpers.examples import examples
 from tests.helpers.report_runs import PLANTED_KEY
 
 json_values = st.recursive(
@@ -44,7 +45,7 @@ def test_a_number_json_cannot_hold_is_written_as_its_name():
     assert json.loads(text) == {"m": ["NaN", "Infinity", "-Infinity", 1.5]}
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.lists(st.text(alphabet="<>/!-&\"' scriptSCRIPT", max_size=30), max_size=5))
 def test_no_data_opens_or_closes_a_script_element_of_the_page(texts):
     page = render({"texts": texts}, [(f"0-{i}", {"answer": t}) for i, t in enumerate(texts)], Redactor(), "report",

@@ -19,6 +19,7 @@ from agentcompass_swebench.predictions import read_predictions, write_run_predic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.examples import examples
 from tests.swebench.instances import Suite
 
 
@@ -168,7 +169,7 @@ def test_run_predictions_are_written_from_final_results(tmp_path: Path) -> None:
 STATUSES = st.sampled_from(["PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", None])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(add=STATUSES, mul=STATUSES, markers=st.booleans(), exit_code=st.sampled_from([None, 0, 1]))
 def test_grading_is_the_package_s(swebench_rows: Suite, add: str | None, mul: str | None, markers: bool,
                                   exit_code: int | None) -> None:

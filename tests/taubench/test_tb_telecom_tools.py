@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from taubench_runner.environment import Environment
 
+from tests.helpers.examples import examples
+
 PHONE, CUSTOMER, LINE = "555-123-2002", "C1001", "L1002"
 
 
@@ -140,7 +142,7 @@ USER_WRITES = [*tb_telecom.USER_TOGGLES, "reboot_device", "reseat_sim_card", "re
                "disconnect_vpn"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(USER_WRITES), max_size=12), st.booleans())
 def test_the_phone_stays_consistent_over_any_sequence_of_user_actions(actions: list[str], abroad: bool):
     env = phone_env()
