@@ -13,10 +13,10 @@ from tests.helpers import testing_plugin
 from tests.helpers.examples import FULL, QUICK
 from tests.helpers.report_runs import make_interactive_runs
 
-#: Speed is measured by the bench/ scripts, never by tests: no hypothesis deadline (on a loaded machine one
-#: example's time says nothing about the code, and a deadline only makes property tests flaky).
-settings.register_profile("agentcompass", deadline=None)
-settings.load_profile("agentcompass")
+#: The hypothesis profiles (tests.helpers.examples) have no deadline: speed is measured by the bench/ scripts,
+#: never by tests (on a loaded machine one example's time says nothing about the code, and a deadline only makes
+#: property tests flaky). The quick one is loaded until pytest_configure picks.
+settings.load_profile(QUICK)
 
 
 @pytest.fixture
@@ -55,8 +55,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """The hypothesis profile: every example in a full run (``--all-tests``, CI), fewer in a default run
     (:mod:`tests.helpers.examples`); ``--hypothesis-profile NAME`` still picks one by name."""
-    from hypothesis import settings
-
     if config.getoption("hypothesis_profile", None):
         return
     full = config.getoption("--all-tests") or os.environ.get(ALL_TESTS_ENV)

@@ -20,8 +20,9 @@ QUICK_SHARE = 0.25
 #: The fewest examples any test tries in a default run.
 QUICK_LEAST = 3
 
-settings.register_profile(FULL, settings(max_examples=100))
-settings.register_profile(QUICK, settings(max_examples=QUICK_DEFAULT))
+#: No deadline in either: speed is measured by the bench/ scripts, never by tests.
+settings.register_profile(FULL, settings(max_examples=100, deadline=None))
+settings.register_profile(QUICK, settings(max_examples=QUICK_DEFAULT, deadline=None))
 
 
 def quick() -> bool:
