@@ -9,6 +9,7 @@ import socket
 import threading
 from pathlib import Path
 
+import pytest
 from agentcompass.testing.models import LoopbackOpenAI
 
 from tests.harnesses.support import solver
@@ -31,7 +32,10 @@ def summary(out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
-def reference(tmp_path: Path) -> dict:
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The figures of a run that never saw an outage (made once for the module)."""
+    tmp_path = tmp_path_factory.mktemp("reference")
     with LoopbackOpenAI(solver, api_key=None) as server:
         done = run_cli_subprocess(*RUN, "--model-base-url", server.base_url, "-o", str(tmp_path / "ref"),
                                   testing=False)
@@ -46,7 +50,7 @@ def same_figures(a: dict, b: dict) -> None:
         assert (m["mean"], m["ci95"], m["n"]) == (other["mean"], other["ci95"], other["n"])
 
 
-def test_an_endpoint_that_is_down_leaves_every_task_unfinished_and_resume_gives_the_true_figures(tmp_path):
+def test_an_endpoint_that_is_down_leaves_every_task_unfinished_and_resume_gives_the_true_figures(tmp_path, reference):
     out = tmp_path / "run"
     down = f"http://127.0.0.1:{free_port()}/v1"
     first = run_cli_subprocess(*RUN, "--model-base-url", down, "-c", "2", "-o", str(out), testing=False)
@@ -60,7 +64,7 @@ def test_an_endpoint_that_is_down_leaves_every_task_unfinished_and_resume_gives_
         resumed = run_cli_subprocess("run", "--resume", str(out), "--model-base-url", server.base_url,
                                      testing=False)
     assert resumed.returncode == 0, resumed.stderr
-    same_figures(summary(out), reference(tmp_path))
+    same_figures(summary(out), reference)
     finals = read_jsonl(out / "results.jsonl")
     assert sorted(r["task_id"] for r in finals) == sorted({r["task_id"] for r in finals})  # once each
     assert all(r["attempt"] > 1 for r in finals if r["task_id"] in {a["task_id"] for a in attempts})
@@ -81,7 +85,7 @@ def test_a_rejected_key_fails_no_task_in_flight(tmp_path):
     assert summary(out)["status_counts"] == {"COMPLETED": 6}
 
 
-def test_an_outage_is_an_infrastructure_failure_that_retries_cover(tmp_path):
+def test_an_outage_is_an_infrastructure_failure_that_retries_cover(tmp_path, reference):
     lock = threading.Lock()
     seen = {"n": 0}
 
@@ -97,5 +101,5 @@ def test_an_outage_is_an_infrastructure_failure_that_retries_cover(tmp_path):
         done = run_cli_subprocess(*RUN, "--model-base-url", server.base_url, "-c", "2", "--retries", "3",
                                   "-o", str(out), testing=False)
     assert done.returncode == 0, done.stderr
-    same_figures(summary(out), reference(tmp_path))
+    same_figures(summary(out), reference)
     assert len(read_jsonl(out / "attempts.jsonl")) >= 1

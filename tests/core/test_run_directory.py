@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from tests.helpers.cli_processes import finished_run, read_jsonl, run_cli_subprocess
 
 
+@pytest.fixture(scope="module")
+def four_tasks(tmp_path_factory):
+    """One finished run of four tasks, made once for this module's tests (each changes a copy)."""
+    return finished_run(tmp_path_factory.mktemp("finished"))
+
+
 @pytest.mark.parametrize("bad_line", [b"[1, 2]\n", b"null\n", b'{"task_id": "t1", "attempt": "one"}\n',
                                       b"\xff\xfe not utf-8\n", b'{"task_id": 5, "status": "COMPLETED"}\n'])
-def test_a_damaged_result_line_is_skipped_with_a_warning_and_its_task_runs_again(tmp_path, bad_line):
-    run_dir = finished_run(tmp_path)
+def test_a_damaged_result_line_is_skipped_with_a_warning_and_its_task_runs_again(tmp_path, bad_line, four_tasks):
+    run_dir = shutil.copytree(four_tasks, tmp_path / "r")
     lines = (run_dir / "results.jsonl").read_bytes().splitlines(keepends=True)
     kept = [ln for ln in lines if b'"t1"' not in ln]
     (run_dir / "results.jsonl").write_bytes(b"".join(kept[:1]) + bad_line + b"".join(kept[1:]))
@@ -32,8 +39,8 @@ def test_a_damaged_result_line_is_skipped_with_a_warning_and_its_task_runs_again
     assert sorted(r["task_id"] for r in valid) == ["t0", "t1", "t2", "t3"]
 
 
-def test_a_corrupt_summary_is_a_one_line_error_naming_the_file(tmp_path):
-    run_dir = finished_run(tmp_path)
+def test_a_corrupt_summary_is_a_one_line_error_naming_the_file(tmp_path, four_tasks):
+    run_dir = shutil.copytree(four_tasks, tmp_path / "r")
     (run_dir / "summary.json").write_text('{"run_id": ')
     shown = run_cli_subprocess("results", "show", str(run_dir))
     assert shown.returncode == 2
@@ -44,8 +51,8 @@ def test_a_corrupt_summary_is_a_one_line_error_naming_the_file(tmp_path):
     assert shown.returncode == 2 and "summary.json is damaged" in shown.stderr
 
 
-def test_results_show_does_not_cut_a_torn_tail(tmp_path):
-    run_dir = finished_run(tmp_path)
+def test_results_show_does_not_cut_a_torn_tail(tmp_path, four_tasks):
+    run_dir = shutil.copytree(four_tasks, tmp_path / "r")
     with open(run_dir / "results.jsonl", "a") as f:
         f.write('{"task_id": "t9", "sta')
     before = (run_dir / "results.jsonl").read_bytes()
