@@ -3,6 +3,7 @@ OTLP receiver alike."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -66,6 +67,11 @@ def check_run_tree(spans: list[ReceivedSpan], run_dir: Path) -> dict[str, Any]:
         names = [p.name for p in sorted((p for p in phases if p.parent_id == attempt.span_id),
                                         key=lambda p: p.start_ns)]
         assert names == PHASE_ORDER[:len(names)] and names, names
+        # phases follow one another inside their attempt, which lies inside the run
+        ordered = sorted((p for p in phases if p.parent_id == attempt.span_id), key=lambda p: p.start_ns)
+        assert root.start_ns <= attempt.start_ns <= attempt.end_ns <= root.end_ns
+        assert attempt.start_ns <= ordered[0].start_ns and ordered[-1].end_ns <= attempt.end_ns
+        assert all(a.start_ns <= a.end_ns <= b.start_ns for a, b in itertools.pairwise(ordered))
         if attempt.attributes["agentcompass.status"] == "COMPLETED":
             assert names == PHASE_ORDER
 
