@@ -20,7 +20,7 @@ from agentcompass.run_config import (
 )
 from agentcompass.runtime.types import RoleModelSettings, RunRequest
 from agentcompass.serialization import unstructure
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.cli_processes import read_jsonl, run_cli_subprocess
@@ -190,6 +190,7 @@ strings = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_
         "base_url": st.just("http://127.0.0.1:2/v1"), "api_key_env": st.sampled_from(["A", "B_KEY"]),
         "args": st.dictionaries(names, strings, max_size=2), "max_connections": st.integers(1, 9)})}),
 }))
+@example(data={"models": {"user": {"args": {}}}})  # a role table that sets nothing (found by hypothesis)
 def test_a_request_round_trips_through_options_and_run_json(data):
     req = RunOptions.parse({"benchmark": "b", "harness": "h", "model": "mock", **data}, "x").request()
     assert RunOptions.from_request(req).request() == req

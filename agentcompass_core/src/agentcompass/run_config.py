@@ -305,7 +305,8 @@ class RunOptions:
         kwargs.setdefault("harness", "")
         kwargs.setdefault("model", "")
         role_models = {role: self.values[k] for k, role in ROLE_MODEL_KEYS.items() if self.values.get(k)}
-        settings = {role: RoleModelSettings(**s) for role, s in (self.values.get("models") or {}).items() if s}
+        settings = {role: RoleModelSettings(**s) for role, s in (self.values.get("models") or {}).items()
+                    if any(v not in (None, {}) for v in s.values())}  # a role that sets nothing is no setting
         return RunRequest(**kwargs, role_models=role_models, role_settings=settings)
 
     @classmethod
