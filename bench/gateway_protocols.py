@@ -18,7 +18,8 @@ each in turn) so that the load of whatever else runs on the machine weighs on th
 token: from sending the request to the first text piece (median of ``--ttft-calls`` calls made one at a
 time). Throughput: ``--calls`` calls with ``--concurrency`` in flight, whole streams read, the best of
 ``--rounds`` rounds. Targets (issue 22): at most 2 ms added to time to first token, at most 5% less
-throughput.
+throughput. The last column is the gateway's own CPU time per call (this process's, each gateway path run
+alone): unlike the rates it does not move with whatever else runs on the machine.
 
 Usage: uv run python bench/gateway_protocols.py [--calls 1000] [--concurrency 100] [--ttft-calls 200]
                                                [--protocols chat,anthropic,responses,gemini]
@@ -32,6 +33,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 from typing import Any
 
 from agentcompass.models.gateway import ModelGateway
@@ -156,7 +158,8 @@ async def main(args: argparse.Namespace) -> None:
         print(f"{args.calls} streamed calls at concurrency {args.concurrency} (best of {args.rounds} rounds), pieces "
               f"{args.delay * 1000:g} ms apart; time to first token: median of {args.ttft_calls} calls one at a "
               "time; the load generator is a process of its own, the paths interleaved")
-        print(f"{'protocol':<10} {'path':<11} {'TTFT ms':>8} {'added ms':>9} {'calls/s':>8} {'vs direct':>10}")
+        print(f"{'protocol':<10} {'path':<11} {'TTFT ms':>8} {'added ms':>9} {'calls/s':>8} {'vs direct':>10} "
+              f"{'gw CPU ms/call':>15}")
         for name, spec in PROTOCOLS.items():
             if name not in args.protocols.split(","):
                 continue
@@ -171,6 +174,11 @@ async def main(args: argparse.Namespace) -> None:
                 paths.append((label, gateway.base_url.removesuffix("/v1") + spec["path"],
                                {"Authorization": f"Bearer {token}"}))
             figures = await measure(paths, spec, args)
+            cpu = {}  # the gateway's own CPU time per call (this process), each path alone: robust to other load
+            for path in paths[1:]:
+                before = time.process_time()
+                await measure([path], spec, argparse.Namespace(**{**vars(args), "ttft_calls": 0, "rounds": 1}))
+                cpu[path[0]] = (time.process_time() - before) / (args.calls + 20) * 1000
             for token in tokens:
                 gateway.revoke(token)
             direct_ttft = statistics.median(figures["direct"]["ttft"]) * 1000
@@ -180,7 +188,9 @@ async def main(args: argparse.Namespace) -> None:
                 rate = max(figures[label]["rate"])
                 added = f"{ttft - direct_ttft:>9.2f}" if i else f"{'':>9}"
                 versus = f"{(rate / direct_rate - 1) * 100:>+9.1f}%" if i else ""
-                print(f"{name if not i else '':<10} {label:<11} {ttft:>8.2f} {added} {rate:>8.0f} {versus}")
+                gw_cpu = f"{cpu[label]:>15.2f}" if label in cpu else ""
+                print(f"{name if not i else '':<10} {label:<11} {ttft:>8.2f} {added} {rate:>8.0f} {versus:>10} "
+                      f"{gw_cpu}")
         await gateway.stop()
         for client in (*clients.values(), compatible):
             await client.aclose()
