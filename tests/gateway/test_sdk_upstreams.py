@@ -17,6 +17,7 @@ import pytest
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
 from agentcompass.protocols import CODECS
+from agentcompass.protocols.chat import wire_messages
 from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.types import RunResult, TaskStatus
@@ -56,6 +57,15 @@ async def granted(gateway: ModelGateway, client: ModelClient, **meter: Any) -> t
     task_meter = TaskMeter("t", 1, **meter)
     token, _ = gateway.grant({"agent": client}, task_meter, gateway.base_url)
     return token, task_meter
+
+
+def _keys(value: Any) -> list[str]:
+    """Every mapping key anywhere inside ``value``."""
+    if isinstance(value, dict):
+        return [k for k, v in value.items() for k in (k, *_keys(v))]
+    if isinstance(value, list):
+        return [k for v in value for k in _keys(v)]
+    return []
 
 
 def root(gateway: ModelGateway) -> str:
@@ -177,12 +187,15 @@ async def test_anthropic_client_on_a_chat_completions_provider(gateway: ModelGat
         sent = Sent()
         client = anthropic.AsyncAnthropic(base_url=root(gateway), api_key=token, max_retries=0,
                                           http_client=sent.http())
-        history: list[dict[str, Any]] = [{"role": "user", "content": "Lima?"}]
+        # Claude Code marks prompt-cache points and failed tool results: Anthropic-only keys.
+        cache = {"cache_control": {"type": "ephemeral"}}
+        history: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "Lima?", **cache}]}]
         kwargs: dict[str, Any] = dict(model="claude-sonnet-4-5", max_tokens=300, system="Short answers.",
-                                      tools=[{"name": "get_weather", "input_schema": WEATHER}])
+                                      tools=[{"name": "get_weather", "input_schema": WEATHER, **cache}])
         first = await client.messages.create(messages=history, **kwargs)
         history += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_x", "content": "18C"}]}]
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_x", "content": "18C",
+                                                  "is_error": True, **cache}]}]
         if stream:
             async with client.messages.stream(messages=history, **kwargs) as s:
                 second = await s.get_final_message()
@@ -190,10 +203,14 @@ async def test_anthropic_client_on_a_chat_completions_provider(gateway: ModelGat
             second = await client.messages.create(messages=history, **kwargs)
         assert second.content[0].text == "Mild."  # type: ignore[union-attr]
         await provider.aclose()
-    # The chat-completions provider got the canonical form of what the client sent.
+    # The chat-completions provider got the canonical form of what the client sent, without the keys only the
+    # canonical form has (a chat-completions server refuses unknown message fields).
     for request, body in zip(up.requests, sent.bodies, strict=True):
         assert request.path == "/v1/chat/completions"
-        assert request.body["messages"] == CODECS["anthropic"].parse_request(body).messages
+        canonical = CODECS["anthropic"].parse_request(body).messages
+        assert "cache_control" in json.dumps(canonical)
+        assert request.body["messages"] == wire_messages(canonical)
+        assert not {"cache_control", "is_error"} & set(_keys(request.body))
         assert request.body["tools"] == [{"type": "function", "function": {"name": "get_weather",
                                                                            "parameters": WEATHER}}]
         assert request.body["max_tokens"] == 300

@@ -56,6 +56,32 @@ def usage_body(usage: Usage) -> dict[str, Any]:
             "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens}}
 
 
+#: Canonical-only keys (see :mod:`agentcompass.protocols.base`) that a chat-completions server does not take.
+CANONICAL_ONLY = frozenset({"reasoning_blocks", "is_error", "cache_control", "thought_signature"})
+
+
+def _without_canonical(item: Any) -> Any:
+    if not isinstance(item, Mapping):
+        return item
+    out = {k: v for k, v in item.items() if k not in CANONICAL_ONLY}
+    for key in ("content", "tool_calls"):
+        if isinstance(out.get(key), list):
+            out[key] = [_without_canonical(part) for part in out[key]]
+    return out
+
+
+def wire_messages(messages: Any) -> list[dict[str, Any]]:
+    """Canonical messages as a chat-completions server takes them: the canonical-only keys (vendor reasoning
+    blocks, ``is_error``, ``cache_control``, Gemini's ``thought_signature``) left out of messages, content parts
+    and tool calls. Everything else, ``reasoning_content`` included, is kept."""
+    return [_without_canonical(m) for m in messages]
+
+
+def wire_tools(tools: Any) -> list[dict[str, Any]]:
+    """Canonical tools without their ``cache_control``."""
+    return [_without_canonical(t) for t in tools]
+
+
 class ChatEncoder(Encoder):
     def __init__(self, model: str, include_usage: bool) -> None:
         self.id = new_id("chatcmpl-")

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
+from agentcompass.protocols.chat import wire_messages, wire_tools
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials, parse_value
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse, ModelError, Usage
@@ -72,9 +73,9 @@ class OpenAIChatClient(HTTPModelClient):
 
     def body(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
              params: Mapping[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        body: dict[str, Any] = {"model": self.model, "messages": wire_messages(messages)}
         if tools:
-            body["tools"] = list(tools)
+            body["tools"] = wire_tools(tools)
         body.update({k: v for k, v in params.items() if v is not None})
         body.update(self.params)
         body.pop("stream", None)
