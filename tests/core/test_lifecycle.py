@@ -88,6 +88,7 @@ PHASE_FAULTS = {
     mode=st.sampled_from(["none", "reuse", "fresh"]),
     retries=st.integers(0, 1),
 )
+@pytest.mark.slow  # every fault at every phase: a long matrix; CI runs it (--all-tests)
 def test_fault_injection_gives_the_right_status_and_closes_every_environment(host, faults, mode, retries):
     spec = ";".join(f"t{i}:{phase}={b}" for i, f in enumerate(faults) for phase, b in f.items() if b)
     req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting",

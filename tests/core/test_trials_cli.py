@@ -26,6 +26,7 @@ def seeds(run_dir: Path) -> dict[tuple[str, int], int]:
     return {(r["task_id"], r["trial"]): r["seed"] for r in read_jsonl(run_dir / "results.jsonl")}
 
 
+@pytest.mark.slow  # a long end-to-end run; CI runs it (--all-tests)
 def test_trials_with_a_seed_give_ci_and_pass_k_and_the_same_seed_gives_the_same_seeds(tmp_path):
     args = ["example_interactive", "none", "mock", "-m", "error_rate=0.3", "--trials", "4", "--seed", "7", "-n", "6"]
     first = run(*args, "-o", str(tmp_path / "a"))
@@ -124,6 +125,7 @@ def test_evaluate_refuses_a_benchmark_that_scores_from_the_live_environment(tmp_
     assert not (tmp_path / "again").exists()
 
 
+@pytest.mark.slow  # a long end-to-end run; CI runs it (--all-tests)
 def test_compare_shows_a_paired_difference_and_refuses_runs_it_cannot_pair(tmp_path):
     common = ["example_interactive", "none", "mock", "--trials", "2", "--seed", "11"]
     run(*common, "-m", "error_rate=0.5", "-o", str(tmp_path / "a"))

@@ -132,6 +132,7 @@ def test_no_secret_reaches_the_log(logs: dict[str, tuple[Path, Any]]) -> None:
             assert PLANTED_KEY.encode() not in archive.read(member), member
 
 
+@pytest.mark.slow  # a long end-to-end run; CI runs it (--all-tests)
 def test_json_format_and_default_location(runs: dict[str, Path], tmp_path: Path) -> None:
     log = export(runs["trials"], tmp_path / "trials.json")
     assert json.loads((tmp_path / "trials.json").read_text())["eval"]["task"] == "example_interactive"

@@ -82,6 +82,7 @@ def test_expired_entries_are_asked_again(tmp_path: Path) -> None:
     assert set(sources(tmp_path / "two")) == {None} and set(sources(tmp_path / "three")) == {"cache"}
 
 
+@pytest.mark.slow  # a long end-to-end run; CI runs it (--all-tests)
 def test_two_concurrent_runs_share_one_cache(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     slow = lambda request: (time.sleep(0.05), solver(request))[1]  # noqa: E731 - both runs in flight at once
@@ -189,6 +190,7 @@ def test_unreadable_entries_are_misses_and_expiry_parses(tmp_path: Path) -> None
         90, 1800, 43200, 604800, 1209600, None]
 
 
+@pytest.mark.slow  # a long end-to-end run; CI runs it (--all-tests)
 def test_a_killed_run_leaves_whole_entries_that_the_next_run_uses(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     slow = lambda request: (time.sleep(0.3), solver(request))[1]  # noqa: E731 - kill it in the middle

@@ -67,6 +67,7 @@ def planned(run_dir: Path) -> set[tuple[str, int]]:
     return {(t, trial) for t in info["tasks"] for trial in range(1, info["trials"] + 1)}
 
 
+@pytest.mark.slow  # a long end-to-end run; CI runs it (--all-tests)
 def test_a_grid_runs_and_its_leaderboard_is_each_cells_own_figures(tmp_path):
     out = tmp_path / "out"
     done = cli("suite", "run", str(write_suite(tmp_path)), "-o", str(out))

@@ -26,6 +26,7 @@ def run_args(out: Path, base_url: str | None = None) -> list[str]:
     return args + (["--model-base-url", base_url] if base_url else [])
 
 
+@pytest.mark.slow  # a long end-to-end run; CI runs it (--all-tests)
 def test_a_taubench_run_replays_every_role_offline(tmp_path: Path) -> None:
     live = tmp_path / "live"
     proc, requests = record(s.role_responder(judge=s.approving_judge, among=TASKS), *run_args(live))
