@@ -285,9 +285,6 @@ class RunOptions:
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
 
-    def without(self, *keys: str) -> RunOptions:
-        return RunOptions({k: v for k, v in self.values.items() if k not in keys})
-
     def given_fields(self) -> frozenset[str]:
         """The request fields these options set (``Runner(given=...)``: on resume they override the saved ones)."""
         given = {OPTION_KEYS[k] for k in self.values if k in OPTION_KEYS}
