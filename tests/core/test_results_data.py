@@ -10,7 +10,7 @@ from agentcompass.results.run_dir import RunDirectory, read_jsonl, safe_name
 from agentcompass.runtime import RunResult, TaskStatus
 from agentcompass.runtime.metrics import aggregate, make_metric_contract
 from agentcompass.serialization import dumps, result_from_json
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 json_values = st.recursive(
@@ -83,6 +83,7 @@ def test_redaction_removes_every_secret(secrets, prefix, suffix):
 
 
 @given(secret=secret_text, result=results)
+@example(secret="000000", result=RunResult(task_id="0", status=TaskStatus.COMPLETED, final_answer=390_625_000_000))
 def test_result_writer_never_writes_a_secret(tmp_path_factory, secret, result):
     from dataclasses import replace
 

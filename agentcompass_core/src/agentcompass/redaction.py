@@ -142,6 +142,10 @@ class Redactor:
             return {self.data(k): self.data(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return type(value)(self.data(v) for v in value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            text = str(value)  # a secret of digits inside a number: the number becomes masked text
+            masked = self.text(text)
+            return value if masked == text else masked
         return value
 
     def structlog_processor(

@@ -252,11 +252,12 @@ class RunDirectory:
 
     def _append(self, name: str, *records: Any) -> None:
         """Append records as JSON lines, flushed together (a final record reaches the OS at once)."""
-        lines = "".join(
-            json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")) + "\n" for data in records
-        )
+        lines = "".join(_line(data) for data in records)
         if self.redactor.active:
-            lines = self.redactor.text(lines)
+            masked = self.redactor.text(lines)
+            if masked != lines:  # a secret is there: mask each value, so no mask lands inside a JSON token
+                masked = "".join(self.redactor.text(_line(self.redactor.data(data))) for data in records)
+            lines = masked
         f = self.stream(name)
         f.write(lines)
         f.flush()
@@ -309,3 +310,7 @@ class RunDirectory:
         for f in self._files.values():
             f.close()
         self._files.clear()
+
+
+def _line(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
