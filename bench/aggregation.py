@@ -50,7 +50,7 @@ def synthetic(tasks: int, trials: int, skill: float, seed: int) -> list[RunResul
 
 
 def write_run(path: Path, results: list[RunResult], trials: int) -> None:
-    req = RunRequest(benchmark="synthetic", harness="none", model="mock", trials=trials, run_id=path.name)
+    req = RunRequest(benchmark="synthetic", harness="none", model="mock", run_id=path.name).with_options(trials=trials)
     store = RunDirectory.create(path)
     for r in results:
         store.append_result(r)
@@ -68,7 +68,7 @@ def child_aggregate(tasks: int, trials: int) -> None:
     results = synthetic(tasks, trials, 0.6, 1)
     work = [(TaskSpec(task_id=f"task-{t}"), trial) for t in range(tasks) for trial in range(1, trials + 1)]
     final = {(r.task_id, r.trial): r for r in results}
-    req = RunRequest(benchmark="synthetic", harness="none", model="mock", trials=trials)
+    req = RunRequest(benchmark="synthetic", harness="none", model="mock").with_options(trials=trials)
     started = time.perf_counter()
     summary = build_summary(req, CONTRACT, work, final, interrupted=False, stopped_reason=None, duration_s=0,
                             run_dir="")

@@ -74,8 +74,8 @@ class BenchPlugin:
 def make_run(n: int, run_dir: Path) -> float:
     host = load_plugins()
     host.add_plugin(BenchPlugin(), "bench")
-    req = RunRequest(benchmark="bench_conversation", harness="none", model="mock", concurrency=100,
-                     benchmark_args={"n": str(n)}, seed=1)
+    req = RunRequest(benchmark="bench_conversation", harness="none", model="mock",
+                     benchmark_args={"n": str(n)}).with_options(concurrency=100, seed=1)
     started = time.perf_counter()
     outcome = asyncio.run(Runner(host, req, run_dir=run_dir, handle_signals=False).run())
     assert outcome.summary.status_counts == {"COMPLETED": n}, outcome.summary.status_counts

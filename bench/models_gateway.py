@@ -233,8 +233,8 @@ def run_path(base_url: str, via: str, n: int, concurrency: int, max_connections:
     host = load_plugins()
     host.add_plugin(BenchPlugin(), "bench")
     req = RunRequest(benchmark="bench_model_calls", harness="none", model="openai-compatible/bench",
-                     model_base_url=base_url, concurrency=concurrency, max_connections=max_connections,
-                     benchmark_args={"n": str(n), "via": via})
+                     benchmark_args={"n": str(n), "via": via}).with_options(
+        model_base_url=base_url, concurrency=concurrency, max_connections=max_connections)
     CallsBenchmark.seen.clear()
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"

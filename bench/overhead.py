@@ -80,8 +80,8 @@ def run_once(n: int, concurrency: int, latency: float, otel: str = "off") -> flo
         host.remove_plugin("otel")
     elif otel == "on":
         os.environ["AGENTCOMPASS_OTEL"] = "1"
-    req = RunRequest(benchmark="bench_calls", harness="none", model="mock", concurrency=concurrency,
-                     benchmark_args={"n": str(n)}, model_args={"latency": str(latency)} if latency else {})
+    req = RunRequest(benchmark="bench_calls", harness="none", model="mock", benchmark_args={"n": str(n)},
+                     model_args={"latency": str(latency)} if latency else {}).with_options(concurrency=concurrency)
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         try:

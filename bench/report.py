@@ -74,7 +74,7 @@ def _calls(task: str, n_calls: int, rng: random.Random, long_reply: bool) -> lis
 def make_run(path: Path, tasks: int = 10_000, calls: int = 4, seed: int = 1) -> Path:
     """A finished run directory of ``tasks`` tasks at ``path`` (which must not exist yet)."""
     rng = random.Random(seed)
-    req = RunRequest(benchmark="synthetic", harness="none", model="mock", run_id=path.name, seed=seed)
+    req = RunRequest(benchmark="synthetic", harness="none", model="mock", run_id=path.name).with_options(seed=seed)
     store = RunDirectory.create(path, Redactor())
     final: dict[tuple[str, int], RunResult] = {}
     for t in range(tasks):

@@ -112,7 +112,7 @@ def make_board(root: Path, n_cells: int, n_tasks: int) -> Path:
         rng = random.Random(c)
         path = directory.cell_dir(cell.name)
         bench = str(cell.options["benchmark"])
-        req = RunRequest(benchmark=bench, harness="none", model=f"mock{c}", run_id=cell.name, seed=c)
+        req = RunRequest(benchmark=bench, harness="none", model=f"mock{c}", run_id=cell.name).with_options(seed=c)
         store = RunDirectory.create(path, Redactor())
         final = {}
         skill = 0.3 + 0.4 * rng.random()

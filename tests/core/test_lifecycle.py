@@ -91,9 +91,7 @@ PHASE_FAULTS = {
 @pytest.mark.slow  # every fault at every phase: a long matrix; CI runs it (--all-tests)
 def test_fault_injection_gives_the_right_status_and_closes_every_environment(host, faults, mode, retries):
     spec = ";".join(f"t{i}:{phase}={b}" for i, f in enumerate(faults) for phase, b in f.items() if b)
-    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting",
-                     benchmark_args={"n": str(len(faults)), "mode": mode, "faults": spec},
-                     phase_timeouts=FAST_TIMEOUTS, retries=retries, concurrency=3)
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", benchmark_args={"n": str(len(faults)), "mode": mode, "faults": spec}).with_options(phase_timeouts=FAST_TIMEOUTS, retries=retries, concurrency=3)
     with tempfile.TemporaryDirectory() as tmp:
         outcome = asyncio.run(Runner(host, req, run_dir=Path(tmp) / "run").run())
         provider = CountingProvider.instances[-1]
@@ -126,8 +124,7 @@ async def test_a_scoring_crash_never_hides_an_execution_error(host, tmp_path):
 
 
 async def test_prepare_task_is_rerun_on_retry_and_each_attempt_recorded(host, tmp_path):
-    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting",
-                     benchmark_args={"n": "1", "faults": "t0:run=infra@2"}, retries=3)
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", benchmark_args={"n": "1", "faults": "t0:run=infra@2"}).with_options(retries=3)
     outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
     assert outcome.summary.status_counts == {"COMPLETED": 1}
     attempts = [json.loads(x) for x in (tmp_path / "r" / "attempts.jsonl").read_text().splitlines()]
@@ -139,8 +136,7 @@ async def test_prepare_task_is_rerun_on_retry_and_each_attempt_recorded(host, tm
 
 
 async def test_environment_start_failures_are_retried(host, tmp_path):
-    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting",
-                     environment_args={"fail_opens": "1"}, benchmark_args={"n": "1"}, retries=1)
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", environment_args={"fail_opens": "1"}, benchmark_args={"n": "1"}).with_options(retries=1)
     outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
     assert outcome.summary.status_counts == {"COMPLETED": 1}
     (attempt,) = [json.loads(x) for x in (tmp_path / "r" / "attempts.jsonl").read_text().splitlines()]
@@ -148,15 +144,13 @@ async def test_environment_start_failures_are_retried(host, tmp_path):
 
 
 async def test_a_plugin_bug_is_not_retried(host, tmp_path):
-    req = RunRequest(benchmark="scripted", harness="none", model="mock",
-                     benchmark_args={"n": "1", "faults": "t0:run=raise"}, retries=3)
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "1", "faults": "t0:run=raise"}).with_options(retries=3)
     await Runner(host, req, run_dir=tmp_path / "r").run()
     assert not (tmp_path / "r" / "attempts.jsonl").exists()
 
 
 async def test_run_timeout_really_times_out(host, tmp_path):
-    req = RunRequest(benchmark="scripted", harness="none", model="mock", timeout=0.5,
-                     benchmark_args={"n": "2", "sleep": "3600"})
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "2", "sleep": "3600"}).with_options(timeout=0.5)
     loop = asyncio.get_running_loop()
     started = loop.time()
     outcome = await Runner(host, req, run_dir=tmp_path / "r").run()

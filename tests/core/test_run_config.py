@@ -89,16 +89,16 @@ def test_every_option_of_run_has_a_key_and_every_key_an_option():
 def test_a_file_with_every_key_becomes_the_request(tmp_path):
     req = load_run_config(write(tmp_path, FULL)).options.request()
     assert (req.benchmark, req.harness, req.model, req.environment) == ("example_interactive", "none", "mock", "local")
-    assert req.role_models == {"user": "mock", "judge": "openai/gpt-4o-mini"}
+    assert req.models.roles == {"user": "mock", "judge": "openai/gpt-4o-mini"}
     assert req.benchmark_args == {"split": "test", "ids": "a,b", "n": "3"}  # as -b ids=a -b ids=b -b n=3 give them
     assert req.model_args == {"temperature": "0.2", "stop": '["x"]'}  # JSON, as --model-arg values are read
     assert req.harness_args == {"max_turns": "5"} and req.environment_args == {"memory": "4g"}
-    assert req.phase_timeouts == {"run": 30.0, "prepare": 10.5} and req.timeout == 60.0
-    assert req.task_ids == ("t1", "t2") and req.secret_env == ("MY_TOKEN",)
-    assert (req.trials, req.seed, req.concurrency, req.max_environments, req.limit) == (2, 11, 3, 2, 4)
-    assert (req.model_base_url, req.model_api_key_env, req.max_connections) == ("http://127.0.0.1:9/v1",
+    assert req.schedule.phase_timeouts == {"run": 30.0, "prepare": 10.5} and req.schedule.timeout == 60.0
+    assert req.tasks.task_ids == ("t1", "t2") and req.models.secret_env == ("MY_TOKEN",)
+    assert (req.tasks.trials, req.tasks.seed, req.schedule.concurrency, req.schedule.max_environments, req.tasks.limit) == (2, 11, 3, 2, 4)
+    assert (req.models.base_url, req.models.api_key_env, req.models.max_connections) == ("http://127.0.0.1:9/v1",
                                                                                  "AGENT_KEY", 4)
-    assert req.role_settings == {
+    assert req.models.role_settings == {
         "agent": RoleModelSettings(max_connections=2),
         "user": RoleModelSettings(base_url="http://127.0.0.1:10/v1", api_key_env="USER_KEY",
                                   args={"temperature": "0"}, max_connections=1),
@@ -115,9 +115,9 @@ args = { temperature = 0 }
 [models.user]
 model = "mock"
 """)).options.request()
-    assert (req.model, req.model_base_url, req.model_api_key_env) == ("openai-compatible/m", "http://127.0.0.1:9/v1",
+    assert (req.model, req.models.base_url, req.models.api_key_env) == ("openai-compatible/m", "http://127.0.0.1:9/v1",
                                                                       "K")
-    assert req.model_args == {"temperature": "0"} and req.role_models == {"user": "mock"} and not req.role_settings
+    assert req.model_args == {"temperature": "0"} and req.models.roles == {"user": "mock"} and not req.models.role_settings
     same = load_run_config(write(tmp_path, 'model = "mock"\n[models.agent]\nmodel = "mock"\n')).options
     assert same.request().model == "mock"
 
@@ -163,15 +163,16 @@ def test_later_layers_win_and_tables_merge_by_key(tmp_path):
     over = RunOptions.parse({"concurrency": 8, "benchmark_args": {"b": "3"},
                              "models": {"user": {"args": {"k": 1}}}}, "cell")
     req = (base | over).request()
-    assert req.concurrency == 8 and req.benchmark_args == {"a": "1", "b": "3"}
-    assert req.role_settings["user"] == RoleModelSettings(base_url="http://x/v1", args={"t": "0", "k": "1"})
+    assert req.schedule.concurrency == 8 and req.benchmark_args == {"a": "1", "b": "3"}
+    assert req.models.role_settings["user"] == RoleModelSettings(base_url="http://x/v1", args={"t": "0", "k": "1"})
     assert (base | over).given_fields() == {"concurrency", "benchmark_args", "role_settings"}
 
 
 def test_a_relative_prices_path_is_taken_from_the_files_directory(tmp_path):
     (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "p.json").write_text("{}")  # the file is read when the options are checked
     req = load_run_config(write(tmp_path / "sub", 'prices = "p.json"')).options.request()
-    assert req.prices == str(tmp_path / "sub" / "p.json")
+    assert req.models.prices == str(tmp_path / "sub" / "p.json")
 
 
 names = st.text(st.sampled_from("abcxyz_"), min_size=1, max_size=6)
@@ -276,8 +277,15 @@ def test_rerun_warns_when_a_plugin_version_differs(tmp_path):
 
 
 def test_the_request_type_has_no_field_without_an_option_or_key():
+    from dataclasses import fields
+
+    from agentcompass.runtime.types import REQUEST_GROUPS, REQUEST_OPTIONS
+
     inner = {"run_id", "role_models", "role_settings"}
-    assert set(OPTION_KEYS.values()) | inner == set(RunRequest.__dataclass_fields__)
+    assert set(OPTION_KEYS.values()) | inner == set(REQUEST_OPTIONS)
+    leaves = {(None, f.name) for f in fields(RunRequest) if f.name not in REQUEST_GROUPS}
+    leaves |= {(group, f.name) for group, kind in REQUEST_GROUPS.items() for f in fields(kind)}
+    assert set(REQUEST_OPTIONS.values()) == leaves  # every field of the request and its groups has an option
 
 
 # -- role settings reach each role's provider ---------------------------------------------------------------------
@@ -347,9 +355,9 @@ def test_the_readmes_example_is_a_valid_run_config(tmp_path):
     section = readme.split("### Run config files", 1)[1]
     example = section.split("```toml\n", 1)[1].split("```", 1)[0]
     req = load_run_config(write(tmp_path, example)).options.request()
-    assert (req.benchmark, req.model, req.role_models["user"]) == ("taubench", "openai-compatible/Qwen3-8B",
+    assert (req.benchmark, req.model, req.models.roles["user"]) == ("taubench", "openai-compatible/Qwen3-8B",
                                                                    "openai/gpt-4o-mini")
-    assert req.role_settings["user"] == RoleModelSettings(api_key_env="OPENAI_API_KEY", max_connections=8)
+    assert req.models.role_settings["user"] == RoleModelSettings(api_key_env="OPENAI_API_KEY", max_connections=8)
 
 
 def test_a_resume_may_change_a_roles_connection_but_not_its_options(tmp_path):

@@ -76,7 +76,7 @@ async def test_a_signal_is_announced_to_observers_and_the_run_stops_keeping_what
             if event.event == "task.phase" and event.phase == "RUNNING" and event.task_id == "t1":
                 os.kill(os.getpid(), signal.SIGINT)
 
-    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "4"}, concurrency=1)
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "4"}).with_options(concurrency=1)
     with observing(host, recorder, "recorder"), observing(host, Interrupter(), "interrupter"):
         outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
     assert outcome.interrupted

@@ -96,8 +96,7 @@ async def test_evaluation_modes(host, tmp_path, mode):
 
 async def test_max_environments_bounds_live_environments(host, tmp_path):
     CountingProvider.instances.clear()
-    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", concurrency=8,
-                     max_environments=2, benchmark_args={"n": "8", "sleep": "0.1"})
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", benchmark_args={"n": "8", "sleep": "0.1"}).with_options(concurrency=8, max_environments=2)
     outcome = await Runner(host, req, run_dir=tmp_path / "r").run()
     assert outcome.summary.status_counts == {"COMPLETED": 8}
     provider = CountingProvider.instances[-1]
@@ -107,8 +106,7 @@ async def test_max_environments_bounds_live_environments(host, tmp_path):
 
 async def test_without_a_bound_concurrency_decides_live_environments(host, tmp_path):
     CountingProvider.instances.clear()
-    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", concurrency=4,
-                     benchmark_args={"n": "8", "sleep": "0.1"})
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", environment="counting", benchmark_args={"n": "8", "sleep": "0.1"}).with_options(concurrency=4)
     await Runner(host, req, run_dir=tmp_path / "r").run()
     assert CountingProvider.instances[-1].peak == 4
 

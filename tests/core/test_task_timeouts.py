@@ -69,7 +69,7 @@ async def test_a_bad_declaration_names_the_benchmark_and_task(tmp_path: Path, ba
 def test_precedence_defaults_then_declared_then_timeout_then_phase_timeout(
     declared: dict[str, float], given_: dict[str, float], timeout: float | None
 ) -> None:
-    req = RunRequest(benchmark="b", harness="h", model="m", phase_timeouts=given_, timeout=timeout)
+    req = RunRequest(benchmark="b", harness="h", model="m").with_options(phase_timeouts=given_, timeout=timeout)
     merged = phase_timeouts(req, declared)
     for phase in PHASES:
         if phase in given_:

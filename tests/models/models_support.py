@@ -169,7 +169,7 @@ def probe(server: FakeModelServer, **kw: object) -> RunRequest:
         "benchmark_args": {"n_tasks": "4", "calls": "2"},
     }
     values.update(kw)
-    return RunRequest(**values)  # type: ignore[arg-type]
+    return RunRequest("", "", "").with_options(**values)
 
 
 def all_text(run_dir: Path) -> str:

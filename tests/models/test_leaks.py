@@ -43,9 +43,7 @@ def keys(min_size: int = 17, alphabet: str = KEY_CHARS) -> st.SearchStrategy[str
 
 
 def probe(server: FakeModelServer, **benchmark_args: str) -> RunRequest:
-    return RunRequest(benchmark="model_probe", harness="none", model=f"openai-compatible/{MODEL}",
-                      model_base_url=server.base_url, model_api_key_env="TEST_MODEL_KEY",
-                      benchmark_args=benchmark_args)
+    return RunRequest(benchmark="model_probe", harness="none", model=f"openai-compatible/{MODEL}", benchmark_args=benchmark_args).with_options(model_base_url=server.base_url, model_api_key_env="TEST_MODEL_KEY")
 
 
 def pieces(value: str, n: int = 8) -> set[str]:

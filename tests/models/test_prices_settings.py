@@ -12,8 +12,9 @@ from agentcompass.errors import UsageError
 from agentcompass.models.budget import LimitReached, RunBudget, RunStopped
 from agentcompass.models.metering import TaskMeter
 from agentcompass.models.prices import Price, PriceTable
+from agentcompass.request_checks import check_request, raise_problems
 from agentcompass.runtime import RunRequest, RunResult, TaskStatus
-from agentcompass.runtime.model_providers import parse_value, settings_from_request
+from agentcompass.runtime.model_providers import parse_value
 
 
 def test_builtin_prices_and_prefix_lookup() -> None:
@@ -54,9 +55,9 @@ def test_parse_value() -> None:
     ("max_cost", 0.0, "--max-cost"),
 ])
 def test_settings_validation(field: str, value: object, message: str) -> None:
-    req = RunRequest(benchmark="b", harness="none", model="mock", **{field: value})  # type: ignore[arg-type]
+    req = RunRequest(benchmark="b", harness="none", model="mock").with_options(**{field: value})
     with pytest.raises(UsageError, match=message):
-        settings_from_request(req)
+        raise_problems(check_request(req))
 
 
 def test_budget_and_meter() -> None:

@@ -61,7 +61,7 @@ def test_bad_key_stops_the_run_early_and_resume_finishes(server: FakeModelServer
     assert wrong not in all_text(out)
     # Fix the key and resume: every task ends with exactly one final record.
     monkeypatch.setenv("TEST_MODEL_KEY", API_KEY)
-    again = run(RunRequest(benchmark="", harness="", model="", concurrency=4), out, resume=True)
+    again = run(RunRequest(benchmark="", harness="", model="").with_options(concurrency=4), out, resume=True)
     # Nothing was lost to the rejected key: every task completes, as if the key had been right all along.
     assert again.summary.stopped_reason is None and again.exit_code == 0
     final: dict[str, list[str]] = {}
@@ -198,7 +198,7 @@ def test_max_cost_stops_scheduling_and_resume_continues(server: FakeModelServer,
     assert 1 <= summary.n_finished < 20
     assert summary.n_unfinished == 20 - summary.n_finished
     assert summary.usage["agent"].cost_usd >= 0.05 or summary.status_counts.get("LIMIT_REACHED")
-    again = run(RunRequest(benchmark="", harness="", model="", max_cost=100.0, concurrency=4), out, resume=True)
+    again = run(RunRequest(benchmark="", harness="", model="").with_options(max_cost=100.0, concurrency=4), out, resume=True)
     assert again.summary.stopped_reason is None and again.summary.n_finished == 20
 
 

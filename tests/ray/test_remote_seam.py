@@ -52,7 +52,7 @@ class PickledRemote(Executor):
                 returned = await self.worker.run(pickle.loads(wire))  # type: ignore[union-attr]
                 attempts.report(grant.finish(pickle.loads(pickle.dumps(returned))))
 
-        await asyncio.gather(*(loop() for _ in range(context.request.concurrency)))
+        await asyncio.gather(*(loop() for _ in range(context.request.schedule.concurrency)))
 
     async def close(self) -> None:
         if self.worker is not None:
@@ -79,10 +79,9 @@ def run(request: RunRequest, run_dir: Path) -> Any:
 ])
 def test_a_remote_attempt_ends_as_a_local_one(tmp_path: Path, benchmark: str, harness: str,
                                                extra: dict[str, Any]) -> None:
-    base = RunRequest(benchmark=benchmark, harness=harness, model="mock", seed=9, trials=2, concurrency=3, limit=5,
-                      **extra)
+    base = RunRequest(benchmark=benchmark, harness=harness, model="mock").with_options(seed=9, trials=2, concurrency=3, limit=5, **extra)
     local = run(base, tmp_path / "local")
-    remote = run(RunRequest(**{**base.__dict__, "executor": "pickled"}), tmp_path / "remote")
+    remote = run(base.with_options(executor="pickled"), tmp_path / "remote")
     assert comparable(tmp_path / "remote") == comparable(tmp_path / "local")
     assert remote.summary.status_counts == local.summary.status_counts
     if extra:
@@ -96,15 +95,13 @@ def test_nothing_sent_holds_the_provider_key(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("SEAM_TEST_KEY", key)
     PickledRemote.sent.clear()
     with LoopbackOpenAI(api_key=key) as server:
-        outcome = run(RunRequest(benchmark="example_interactive", harness="none", model="openai-compatible/mock",
-                                 model_base_url=server.base_url, model_api_key_env="SEAM_TEST_KEY",
-                                 model_args={"temperature": "0"}, executor="pickled", concurrency=2),
+        outcome = run(RunRequest(benchmark="example_interactive", harness="none", model="openai-compatible/mock", model_args={"temperature": "0"}).with_options(model_base_url=server.base_url, model_api_key_env="SEAM_TEST_KEY", executor="pickled", concurrency=2),
                       tmp_path / "run")
     assert outcome.summary.status_counts == {"COMPLETED": 11}
     assert len(PickledRemote.sent) == 11
     assert not [w for w in PickledRemote.sent if key.encode() in w]
     sent = pickle.loads(PickledRemote.sent[0])
-    assert sent.spec.request.model_base_url is None  # may carry credentials: the worker needs none
+    assert sent.spec.request.models.base_url is None  # may carry credentials: the worker needs none
     assert all(e.api_key.startswith("acgw-") for e in sent.endpoints.values())  # a per-attempt gateway token
     assert json.loads((tmp_path / "run" / "run.json").read_text())["request"]["executor"] == "pickled"
 
@@ -114,9 +111,7 @@ def test_nothing_sent_holds_the_provider_key(tmp_path: Path, monkeypatch: pytest
        st.text(alphabet="abcdef0123456789", min_size=8, max_size=16))
 def test_scrubbing_leaves_no_secret_in_any_option(options: dict[str, str], secret: str) -> None:
     tainted = {k: f"pre{secret}post" if i % 2 else v for i, (k, v) in enumerate(options.items())}
-    req = RunRequest(benchmark="b", harness="h", model="m", model_args=tainted, benchmark_args=tainted,
-                     harness_args=tainted, environment_args=tainted, executor_args=tainted,
-                     model_base_url=f"https://user:{secret}@example.invalid/v1")
+    req = RunRequest(benchmark="b", harness="h", model="m", model_args=tainted, benchmark_args=tainted, harness_args=tainted, environment_args=tainted).with_options(executor_args=tainted, model_base_url=f"https://user:{secret}@example.invalid/v1")
     scrubbed = scrub_request(req, [secret])
     assert secret not in repr(scrubbed)
     assert set(scrubbed.model_args) == set(tainted)  # keys stay; only values holding a secret go

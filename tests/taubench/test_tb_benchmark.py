@@ -16,7 +16,7 @@ from agentcompass_taubench.benchmark import TauBenchBenchmark
 
 
 def request(harness: str = "none", **fields) -> RunRequest:  # type: ignore[no-untyped-def]
-    return RunRequest(benchmark="taubench", harness=harness, model="mock", **fields)
+    return RunRequest(benchmark="taubench", harness=harness, model="mock").with_options(**fields)
 
 
 def task_ids(bench: TauBenchBenchmark, req: RunRequest | None = None) -> list[str]:

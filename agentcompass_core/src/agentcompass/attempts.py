@@ -53,7 +53,7 @@ class AttemptQueue:
         for task, trial in work:
             key = (task.task_id, trial)
             attempt = attempts_used.get(key, 0) + 1
-            self._last_allowed[key] = attempt + self.request.retries
+            self._last_allowed[key] = attempt + self.request.schedule.retries
             self._pending.append(self._spec(task, trial, attempt, (rescores or {}).get(key)))
 
     def _spec(self, task: TaskSpec, trial: int, attempt: int, rescore: Rescore | None = None) -> AttemptSpec:
@@ -61,7 +61,7 @@ class AttemptQueue:
             run_id=self.request.run_id, task=task, attempt=attempt, environment=self.specs[task.task_id],
             timeouts=self.task_timeouts.get(task.task_id, self.timeouts), request=self.request,
             gateway_env=self.gateway_env, trial=trial,
-            seed=trial_seed(self.request.seed or 0, task.task_id, trial), rescore=rescore,
+            seed=trial_seed(self.request.tasks.seed or 0, task.task_id, trial), rescore=rescore,
         )
 
     def in_flight(self) -> int:

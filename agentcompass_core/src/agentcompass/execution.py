@@ -8,7 +8,6 @@ keeping the meter, the artifacts and the phase changes on this side.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -45,9 +44,7 @@ class InProcessContext(AttemptContext):
             return await TaskAttempt(self, spec).execute()
 
     def grant_remote(self, spec: AttemptSpec, gateway_url: str) -> HeadGrant:
-        meter = TaskMeter(spec.task.task_id, spec.attempt, seed=spec.seed, trial=spec.trial)
-        if self.on_model_call is not None:  # the worker's calls come through the gateway, metered here
-            meter.on_call = functools.partial(self.on_model_call, spec)
+        meter = self.models.open_meter(spec, self.on_model_call)  # the worker's calls are metered here
         granted = self.models.grant(meter)
         remote_endpoints = {role: replace(e, base_url=gateway_url) for role, e in granted.endpoints.items()}
         source = None

@@ -17,7 +17,6 @@ Why one module past 300 lines: it is one state machine, and its phases read top 
 from __future__ import annotations
 
 import asyncio
-import functools
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -29,7 +28,7 @@ import attrs
 
 from agentcompass.errors import InfrastructureError, describe
 from agentcompass.models.access import ModelAccess
-from agentcompass.models.metering import CallRecord, MeteredModel, TaskMeter
+from agentcompass.models.metering import CallRecord, MeteredModel
 from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
@@ -142,9 +141,7 @@ class TaskAttempt:
             task.task_id, attempt, lambda prev, new: ctx.on_transition(spec, prev, new)
         )
         self.prepared: PreparedTask | None = None
-        self.meter = TaskMeter(task.task_id, attempt, seed=spec.seed, trial=spec.trial)
-        if ctx.on_model_call is not None:
-            self.meter.on_call = functools.partial(ctx.on_model_call, spec)
+        self.meter = ctx.models.open_meter(spec, ctx.on_model_call)
         self.timings: dict[str, float] = {}
         self._sessions: list[EnvironmentSession] = []
 

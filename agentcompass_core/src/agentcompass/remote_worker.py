@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,10 +24,11 @@ from agentcompass.execution import InProcessContext
 from agentcompass.models.access import ModelGrant
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.gateway_client import GatewayClient, GatewayPool
-from agentcompass.models.metering import TaskMeter
-from agentcompass.models.roles import model_aliases, model_ids
+from agentcompass.models.metering import CallRecord, MeterPolicy, TaskMeter
+from agentcompass.models.roles import resolve_models
 from agentcompass.plugins import load_plugins
 from agentcompass.resolve import resolve
+from agentcompass.runtime.attempt_spec import AttemptSpec
 from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteOutcome, pack_dir, unpack_dir
 from agentcompass.runtime.types import EnvironmentSpec, ModelEndpoint, RunRequest
 
@@ -39,10 +40,16 @@ class RelayAccess:
     def __init__(self, worker: AttemptWorker, endpoints: Mapping[str, ModelEndpoint]) -> None:
         self.worker, self.endpoints = worker, endpoints
 
+    #: The head's meter has every call: recording them here too is waste.
+    policy = MeterPolicy(records_calls=False)
+
+    def open_meter(self, spec: AttemptSpec, on_call: Callable[[AttemptSpec, CallRecord], None] | None = None
+                   ) -> TaskMeter:
+        return self.policy.meter(spec, on_call)
+
     def grant(self, meter: TaskMeter) -> ModelGrant:
         worker = self.worker
         assert worker.gateway is not None
-        meter.records_calls = False  # the head's meter has every call: recording them here too is waste
         relayed = {role: GatewayClient(e, worker.pool) for role, e in self.endpoints.items()}
         token, endpoints = worker.gateway.grant(relayed, meter, worker.base_url)
         direct = {role: GatewayClient(e, worker.pool, via="client") for role, e in self.endpoints.items()}
@@ -62,9 +69,9 @@ class AttemptWorker:
         self.request = request
         self.host = load_plugins()
         # The executor itself is the head's business: resolve the rest as a local run would.
-        resolved = resolve(self.host, replace(request, executor="local", executor_args={}))
+        resolved = resolve(self.host, request.with_options(executor="local", executor_args={}))
         self.benchmark, self.harness, self.provider = resolved.benchmark, resolved.harness, resolved.provider
-        self.pool = GatewayPool(timeout=request.request_timeout * (request.max_retries + 1) + 60)
+        self.pool = GatewayPool(timeout=request.models.request_timeout * (request.models.max_retries + 1) + 60)
         self.gateway: ModelGateway | None = None
         self.base_url = ""
         self.gateway_env: Mapping[str, str] = {}
@@ -90,7 +97,8 @@ class AttemptWorker:
         """Set up the environment provider (images built once per machine) and the relay gateway."""
         req = self.request
         await self.provider.setup(environments, run_id=req.run_id)
-        self.gateway = ModelGateway(model_ids(req), run_id=req.run_id, aliases=model_aliases(req))
+        models = resolve_models(req)
+        self.gateway = ModelGateway(dict(models.ids), run_id=req.run_id, aliases=dict(models.aliases))
         await self.gateway.start()
         self.base_url, self.gateway_env = self.provider.gateway_address(
             host=self.gateway.host, port=self.gateway.port, unix_socket=self.gateway.unix_socket)

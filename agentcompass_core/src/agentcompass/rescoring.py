@@ -9,7 +9,6 @@ with what ``prepare_task`` returned for it, so the runner can run the evaluate p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +45,11 @@ class RescoreSource:
     def request(self, given: RunRequest, run_id: str, overrides: frozenset[str] = frozenset()) -> RunRequest:
         """The source's request, with a new run id, the judge model given now, and the overridden fields."""
         old = self.info.request
-        roles = dict(old.role_models)
-        if given.role_models.get("judge"):
-            roles["judge"] = given.role_models["judge"]
-        changed = {f: getattr(given, f) for f in OVERRIDABLE if f in overrides}
-        return replace(old, run_id=run_id, role_models=roles, task_ids=(), limit=None, **changed)
+        roles = dict(old.models.roles)
+        if given.models.roles.get("judge"):
+            roles["judge"] = given.models.roles["judge"]
+        changed = {f: given.option(f) for f in OVERRIDABLE if f in overrides}
+        return old.with_options(run_id=run_id, role_models=roles, task_ids=(), limit=None, **changed)
 
     def check(self, benchmark: BaseBenchmark, tasks: Sequence[TaskSpec]) -> list[TaskSpec]:
         """The benchmark's tasks that the source run finished; refuse what cannot be scored again."""

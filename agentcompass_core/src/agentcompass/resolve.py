@@ -13,9 +13,7 @@ from typing import Any
 import attrs
 
 from agentcompass.errors import AgentCompassError, PluginError, UsageError, describe
-from agentcompass.models.call_sources import check as check_call_sources
-from agentcompass.models.call_sources import check_together as check_call_sources_together
-from agentcompass.models.roles import role_models
+from agentcompass.models.roles import RunModels, resolve_models
 from agentcompass.plugins import PluginHost
 from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentProvider
@@ -23,7 +21,6 @@ from agentcompass.runtime.executor import Executor
 from agentcompass.runtime.harness import BaseHarness
 from agentcompass.runtime.metrics import MetricContract
 from agentcompass.runtime.phases import DEFAULT_TIMEOUTS
-from agentcompass.runtime.seeds import SEED_LIMIT
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, TaskSpec
 
 NO_HARNESS = "none"
@@ -33,8 +30,8 @@ PHASE_TIMEOUT_NAMES = frozenset(DEFAULT_TIMEOUTS)
 def phase_timeouts(req: RunRequest, declared: Mapping[str, float] | None = None) -> dict[str, float | None]:
     """Seconds per phase: the defaults, then what the task declares (``BaseBenchmark.task_timeouts``), then
     ``--timeout`` for the run phase, then ``--phase-timeout``: what the user gave explicitly always wins."""
-    return {**DEFAULT_TIMEOUTS, **(declared or {}), **({"run": req.timeout} if req.timeout is not None else {}),
-            **req.phase_timeouts}
+    run = {"run": req.schedule.timeout} if req.schedule.timeout is not None else {}
+    return {**DEFAULT_TIMEOUTS, **(declared or {}), **run, **req.schedule.phase_timeouts}
 
 
 def task_timeouts(benchmark: BaseBenchmark, req: RunRequest, tasks: list[TaskSpec]
@@ -96,9 +93,9 @@ class Resolved:
     plugin_versions: dict[str, str | None]
 
 
-def resolve(host: PluginHost, req: RunRequest) -> Resolved:
-    """Look up and construct the request's plugins; any mismatch is a UsageError before work starts."""
-    check_call_sources_together(req)
+def resolve(host: PluginHost, req: RunRequest, models: RunModels | None = None) -> Resolved:
+    """Look up and construct the request's plugins (the request checked: :mod:`agentcompass.request_checks`);
+    any mismatch between them is a UsageError before work starts. ``models``: the request's, resolved."""
     benchmark = construct_plugin(
         "benchmark", req.benchmark, host.factory("benchmark", req.benchmark), req.benchmark_args
     )
@@ -120,11 +117,13 @@ def resolve(host: PluginHost, req: RunRequest) -> Resolved:
     provider = construct_plugin(
         "environment", req.environment, host.factory("environment", req.environment), req.environment_args
     )
-    executor = construct_plugin("executor", req.executor, host.factory("executor", req.executor), req.executor_args)
+    executor_name = req.execution.executor
+    executor = construct_plugin("executor", executor_name, host.factory("executor", executor_name),
+                                req.execution.executor_args)
     if not isinstance(executor, Executor):
-        raise PluginError(f"executor {req.executor!r} is not an Executor (plugin bug)")
+        raise PluginError(f"executor {req.execution.executor!r} is not an Executor (plugin bug)")
     contract = metric_contract(host, benchmark, req.benchmark)
-    roles = role_models(req)
+    roles = (models if models is not None else resolve_models(req)).roles
     missing = [r for r in benchmark.required_model_roles if r not in roles]
     if missing:
         flags = ", ".join(f"--{r}-model" for r in missing)
@@ -132,7 +131,7 @@ def resolve(host: PluginHost, req: RunRequest) -> Resolved:
     versions: dict[str, str | None] = {}
     providers = [("model", spec.partition("/")[0]) for spec in roles.values()]  # run.json: --rerun compares them
     for kind, name in (("benchmark", req.benchmark), ("harness", req.harness), ("environment", req.environment),
-                       ("executor", req.executor), *providers):
+                       ("executor", req.execution.executor), *providers):
         record = host.plugin_of(kind, name)
         if record is not None:
             versions[record.name] = record.version
@@ -174,8 +173,8 @@ async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec
         if t.task_id in seen:
             raise UsageError(f"benchmark {req.benchmark!r} yields the task id {t.task_id!r} twice (plugin bug)")
         seen.add(t.task_id)
-    if req.task_ids:
-        unknown = [tid for tid in req.task_ids if tid not in seen]
+    if req.tasks.task_ids:
+        unknown = [tid for tid in req.tasks.task_ids if tid not in seen]
         if unknown:
             sample = ", ".join(sorted(seen)[:10])
             categories = {t.category for t in tasks}
@@ -186,10 +185,10 @@ async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec
                 f"unknown task id(s) {', '.join(unknown)} for benchmark {req.benchmark!r}; "
                 f"see 'agentcompass tasks list {req.benchmark}' (e.g. {sample}){hint}"
             )
-        wanted = set(req.task_ids)
+        wanted = set(req.tasks.task_ids)
         tasks = [t for t in tasks if t.task_id in wanted]
-    if req.limit is not None:
-        tasks = tasks[: req.limit]
+    if req.tasks.limit is not None:
+        tasks = tasks[: req.tasks.limit]
     return tasks
 
 
@@ -223,56 +222,3 @@ def environment_specs(
             spec = derived
         specs[task.task_id] = spec
     return specs
-
-
-def _positive_seconds(option: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{option} must be a positive number of seconds, got {value:g}")
-
-
-def check_gateway_host(host: str) -> None:
-    """``--gateway-host`` must be an address this machine can listen on; else a usage error saying so."""
-    import socket
-
-    try:
-        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise UsageError(f"--gateway-host {host!r} is not an address or host name this machine can resolve "
-                         f"({exc}); give one of its addresses (127.0.0.1, 0.0.0.0, or an interface's)") from None
-    family, kind, proto, _, address = infos[0]
-    try:
-        with socket.socket(family, kind, proto) as probe:
-            probe.bind(address)
-    except OSError as exc:
-        raise UsageError(f"--gateway-host {host!r}: the model gateway cannot listen there ({exc.strerror or exc}); "
-                         "give one of this machine's addresses (127.0.0.1, 0.0.0.0, or an interface's)") from None
-
-
-def check_request(req: RunRequest) -> None:
-    """Scheduling knobs that cannot work are usage errors, before anything is built."""
-    if req.concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
-    if req.max_environments is not None and req.max_environments < 1:
-        raise UsageError("--max-environments must be at least 1")
-    if req.retries < 0:
-        raise UsageError("--retries must be 0 or more")
-    if req.trials < 1:
-        raise UsageError(f"--trials must be at least 1, got {req.trials}")
-    if req.seed is not None and not 0 <= req.seed < SEED_LIMIT:
-        raise UsageError(f"--seed must be from 0 to {SEED_LIMIT - 1}, got {req.seed}")
-    check_gateway_host(req.gateway_host)
-    check_call_sources(req)
-    if req.limit is not None and req.limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {req.limit} (leave it out to run every task)")
-    if req.timeout is not None:
-        _positive_seconds("--timeout", req.timeout)
-    for phase, seconds in req.phase_timeouts.items():
-        _positive_seconds(f"--phase-timeout {phase}", seconds)
-    unknown = sorted(set(req.phase_timeouts) - PHASE_TIMEOUT_NAMES)
-    if unknown:
-        raise UsageError(
-            f"unknown phase(s) {', '.join(unknown)} in --phase-timeout; "
-            f"phases: {', '.join(sorted(PHASE_TIMEOUT_NAMES))}"
-        )
-
-

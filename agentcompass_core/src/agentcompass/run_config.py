@@ -36,18 +36,18 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import re
 import tomllib
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import UsageError
-from agentcompass.runtime.types import RoleModelSettings, RunRequest
+from agentcompass.request_checks import option_flag as request_option_flag
+from agentcompass.runtime.types import REQUEST_GROUPS, REQUEST_OPTIONS, RoleModelSettings, RunRequest
 
 __all__ = ["OPTION_KEYS", "ROLE_SETTING_KEYS", "RunConfig", "RunConfigError", "RunOptions", "load_run_config",
            "option_flag", "plugin_version_changes"]
@@ -61,10 +61,13 @@ class RunConfigError(UsageError):
 _NOT_OPTIONS = frozenset({"run_id", "role_models", "role_settings"})
 #: Keys spelled other than their request field.
 _RENAMED = {"environment": "env", "environment_args": "env_args"}
-#: Option key -> RunRequest field, for every request field a user sets.
+#: Option key -> the run option's name (:data:`~agentcompass.runtime.types.REQUEST_OPTIONS`), for every option a
+#: user sets.
 OPTION_KEYS: Mapping[str, str] = {
-    _RENAMED.get(f.name, f.name): f.name for f in fields(RunRequest) if f.name not in _NOT_OPTIONS
+    _RENAMED.get(name, name): name for name in REQUEST_OPTIONS if name not in _NOT_OPTIONS
 }
+#: The run option's name -> how a config file spells it (problems name these).
+_KEY_OF = {**{name: key for key, name in OPTION_KEYS.items()}, "role_models": "models", "role_settings": "models"}
 #: Keys that name a role's model (``--user-model``, ``--judge-model``).
 ROLE_MODEL_KEYS: Mapping[str, str] = {"user_model": "user", "judge_model": "judge"}
 #: The settings of a ``[models.ROLE]`` table.
@@ -72,21 +75,27 @@ ROLE_SETTING_KEYS = ("model", "base_url", "api_key_env", "args", "max_connection
 #: Options of the command line only (how this invocation shows or resumes a run, not what it runs).
 CLI_ONLY = {"output": "--output", "resume": "--resume", "json": "--json", "task_lines": "--task-lines",
             "otel": "--otel", "config": "--config", "rerun": "--rerun"}
-#: Long command-line flags whose name is not the key with ``-`` for ``_`` (the repeatable options are singular).
-_FLAGS = {"env_args": "--env-arg", "benchmark_args": "--benchmark-arg", "harness_args": "--harness-arg",
-          "model_args": "--model-arg", "executor_args": "--executor-arg", "phase_timeouts": "--phase-timeout",
-          "model_aliases": "--model-alias", "task_ids": "--task-id"}
 #: ``[models.agent]`` settings and the option each is the same setting as.
 _AGENT_SAME = {"model": "model", "base_url": "model_base_url", "api_key_env": "model_api_key_env",
                "args": "model_args"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HINTS = typing.get_type_hints(RunRequest)
+
+
+def _option_hints() -> dict[str, Any]:
+    """The type of every run option, by name."""
+    hints = typing.get_type_hints(RunRequest)
+    group_hints = {group: typing.get_type_hints(kind) for group, kind in REQUEST_GROUPS.items()}
+    return {name: hints[attr] if group is None else group_hints[group][attr]
+            for name, (group, attr) in REQUEST_OPTIONS.items()}
+
+
+_HINTS = _option_hints()
 _DEFAULTS = RunRequest(benchmark="", harness="", model="")
 
 
 def option_flag(key: str) -> str:
     """The long command-line flag of an option key (``env_args`` -> ``--env-arg``)."""
-    return _FLAGS.get(key) or "--" + key.replace("_", "-")
+    return request_option_flag(OPTION_KEYS.get(key, key))
 
 
 def all_keys() -> list[str]:
@@ -198,12 +207,6 @@ class _Check:
         except (TypeError, ValueError):
             raise self.fail(key, f"cannot be {_type_name(item)}", name) from None
 
-    def env_name(self, key: str, value: str | None) -> None:
-        if value is not None and not _ENV_NAME.match(value):
-            # Never echo it: a key pasted here instead of its variable's name must not reach a terminal or log.
-            raise self.fail(key, "must name an environment variable (e.g. OPENAI_API_KEY), not hold a secret "
-                                 "itself; the value is not shown")
-
 
 # -- options ------------------------------------------------------------------------------------------------
 
@@ -267,11 +270,22 @@ class RunOptions:
         for key in ("prices", "replay", "cache"):  # paths, from where they were written
             if values.get(key):
                 values[key] = str(((base_dir or Path.cwd()) / Path(values[key]).expanduser()).resolve())
-        check.env_name("model_api_key_env", values.get("model_api_key_env"))
-        for name in values.get("secret_env") or ():
-            check.env_name("secret_env", name)
-        _check_ranges(check, values)
-        return cls(values)
+        options = cls(values)
+        options._check(check)
+        return options
+
+    def _check(self, check: _Check) -> None:
+        """The problems of these options alone (:func:`~agentcompass.request_checks.check_request` on the request
+        they make), each spelled as this layer spells its keys; a problem that also depends on options this
+        layer does not set is left to the whole request's check."""
+        from agentcompass.request_checks import check_request  # imported late: the CLI starts fast
+
+        given = self.given_fields()
+        problems = [p for p in check_request(self.request()) if set(p.options) <= given]
+        if problems:
+            sep = " " if check.flags else "."
+            raise RunConfigError("\n".join(_at(check.source) + p.text(lambda name: check.spell(_KEY_OF[name]), sep)
+                                           for p in problems))
 
     def __or__(self, other: RunOptions) -> RunOptions:
         merged = dict(self.values)
@@ -297,27 +311,24 @@ class RunOptions:
     def request(self) -> RunRequest:
         """The run request (unset options at the request's defaults; ``benchmark``/``harness``/``model`` may be
         empty: the caller says whether it needs them)."""
-        kwargs = {OPTION_KEYS[k]: v for k, v in self.values.items() if k in OPTION_KEYS}
-        kwargs.setdefault("benchmark", "")
-        kwargs.setdefault("harness", "")
-        kwargs.setdefault("model", "")
+        options = {OPTION_KEYS[k]: v for k, v in self.values.items() if k in OPTION_KEYS}
         role_models = {role: self.values[k] for k, role in ROLE_MODEL_KEYS.items() if self.values.get(k)}
         settings = {role: RoleModelSettings(**s) for role, s in (self.values.get("models") or {}).items()
                     if any(v not in (None, {}) for v in s.values())}  # a role that sets nothing is no setting
-        return RunRequest(**kwargs, role_models=role_models, role_settings=settings)
+        return _DEFAULTS.with_options(**options, role_models=role_models, role_settings=settings)
 
     @classmethod
     def from_request(cls, req: RunRequest, source: str = "the request") -> RunOptions:
         """The options that make ``req`` again (all of them, its seed included; not its run id)."""
-        data: dict[str, Any] = {key: getattr(req, name) for key, name in OPTION_KEYS.items()}
+        data: dict[str, Any] = {key: req.option(name) for key, name in OPTION_KEYS.items()}
         data = {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
         for key, role in ROLE_MODEL_KEYS.items():
-            if req.role_models.get(role):
-                data[key] = req.role_models[role]
+            if req.models.roles.get(role):
+                data[key] = req.models.roles[role]
         models = {role: {k: v for k, v in (("base_url", s.base_url), ("api_key_env", s.api_key_env),
                                             ("args", dict(s.args)), ("max_connections", s.max_connections))
                          if v not in (None, {})}
-                  for role, s in req.role_settings.items()}
+                  for role, s in req.models.role_settings.items()}
         if any(models.values()):
             data["models"] = {r: s for r, s in models.items() if s}
         return cls.parse(_drop_nulls(data), source)
@@ -356,8 +367,6 @@ def _fold_models(check: _Check, raw: Any, values: Mapping[str, Any]) -> dict[str
                     raise check.fail(key, "must be at least 1")
             else:
                 value = check.value(key, value, "str", False)
-            if name == "api_key_env":
-                check.env_name(key, value)
             same = _AGENT_SAME.get(name) if role == "agent" else (f"{role}_model" if name == "model" else None)
             if same is None:
                 own[name] = value
@@ -372,29 +381,6 @@ def _fold_models(check: _Check, raw: Any, values: Mapping[str, Any]) -> dict[str
     if models:
         out["models"] = models
     return out
-
-
-def _check_ranges(check: _Check, values: Mapping[str, Any]) -> None:
-    """Each option's range, checked alone (so the error names its key) by the checks the runner makes."""
-    from agentcompass.resolve import check_request  # the engine's checks (imported late: the CLI starts fast)
-    from agentcompass.runtime.model_providers import settings_from_request
-
-    for key, value in values.items():
-        name = OPTION_KEYS.get(key)
-        if name is None or name in ("benchmark", "harness", "model"):
-            continue
-        if isinstance(value, float) and not math.isfinite(value):
-            raise check.fail(key, "must be a finite number")
-        alone = replace(_DEFAULTS, **{name: value})
-        try:
-            check_request(alone)
-            settings_from_request(alone)
-        except UsageError as exc:
-            message = str(exc)
-            flag = option_flag(key)
-            shown = check.spell(key)
-            raise RunConfigError(_at(check.source) + (message.replace(flag, shown, 1) if flag in message
-                                                         else f"{shown}: {message}")) from None
 
 
 # -- files --------------------------------------------------------------------------------------------------
@@ -439,6 +425,8 @@ def load_run_config(path: Path) -> RunConfig:
 
 
 def _recorded_run(path: Path, text: str) -> RunConfig:
+    from agentcompass.serialization import RecordError, request_from_json
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -446,26 +434,12 @@ def _recorded_run(path: Path, text: str) -> RunConfig:
     request = data.get("request") if isinstance(data, dict) else None
     if not isinstance(request, dict):
         raise RunConfigError(f"{path} is not a run's run.json (it has no request); a run config file is TOML")
-    names = {name: key for key, name in OPTION_KEYS.items()}
-    options: dict[str, Any] = {}
-    for name, value in request.items():
-        if name == "run_id" or value is None:
-            continue
-        if name == "role_models":
-            if not isinstance(value, dict):
-                raise RunConfigError(f"{path}: request.role_models must be a table")
-            unknown = [r for r in value if r not in ROLE_MODEL_KEYS.values()]
-            if unknown:
-                raise RunConfigError(f"{path}: request.role_models has unknown role(s) {', '.join(unknown)}")
-            options.update({f"{role}_model": model for role, model in value.items() if model})
-        elif name == "role_settings":
-            if value:
-                options["models"] = {role: _drop_nulls(dict(s)) if isinstance(s, dict) else s
-                                     for role, s in value.items()}
-        else:
-            options[names.get(name, name)] = value
+    try:
+        recorded = request_from_json(request)
+    except RecordError as exc:
+        raise RunConfigError(f"{path}: its request cannot be read ({exc})") from None
     plugins = data.get("plugins") if isinstance(data.get("plugins"), dict) else {}
-    return RunConfig(path, RunOptions.parse(options, f"{path} (request)", base_dir=path.parent), dict(plugins))
+    return RunConfig(path, RunOptions.from_request(recorded, f"{path} (request)"), dict(plugins))
 
 
 def plugin_version_changes(recorded: Mapping[str, str | None], installed: Mapping[str, str | None]) -> list[str]:

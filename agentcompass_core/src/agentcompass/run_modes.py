@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from agentcompass.results.run_dir import RunDirectory
 from agentcompass.runtime.attempt_spec import Rescore
 from agentcompass.runtime.benchmark import BaseBenchmark
 from agentcompass.runtime.records import RunInfo
-from agentcompass.runtime.types import RoleModelSettings, RunRequest, RunResult, TaskSpec
+from agentcompass.runtime.types import REQUEST_OPTIONS, RoleModelSettings, RunRequest, RunResult, TaskSpec
 
 #: (task id, trial).
 Key = tuple[str, int]
@@ -85,7 +84,7 @@ class RunMode(abc.ABC):
 
     def work(self, req: RunRequest, tasks: Sequence[TaskSpec]) -> list[tuple[TaskSpec, int]]:
         """Every (task, trial) of the run, done or not."""
-        return [(t, trial) for trial in range(1, req.trials + 1) for t in tasks]
+        return [(t, trial) for trial in range(1, req.tasks.trials + 1) for t in tasks]
 
     def finished(self, store: RunDirectory) -> dict[Key, RunResult]:
         """The final results already recorded (not run again, and counted in the summary)."""
@@ -131,8 +130,8 @@ class NewRun(RunMode):
     run_dir: Path | None = None
 
     def request(self, given: RunRequest) -> RunRequest:
-        return replace(given, run_id=given.run_id or new_run_id(),
-                       seed=given.seed if given.seed is not None else default_seed(given))
+        return given.with_options(run_id=given.run_id or new_run_id(),
+                                  seed=given.tasks.seed if given.tasks.seed is not None else default_seed(given))
 
     def open_store(self, req: RunRequest, redactor: Redactor) -> RunDirectory:
         return RunDirectory.create(self.run_dir or Path("runs") / req.run_id, redactor)
@@ -186,28 +185,30 @@ class ResumedRun(RunMode):
                     "resume it with the same benchmark, harness and model (or leave them out)"
                 )
         # Library callers say nothing of what was given: a field that differs from the default was.
-        given = self.given or frozenset(f.name for f in dataclass_fields(RunRequest)
-                                        if getattr(new, f.name) != getattr(_DEFAULT_REQUEST, f.name))
+        given = self.given or frozenset(name for name in REQUEST_OPTIONS
+                                        if new.option(name) != _DEFAULT_REQUEST.option(name))
         fixed = ("benchmark", "harness", "model", "run_id", "trials", "seed")
-        roles = resumed_role_settings(old.role_settings, new.role_settings) if "role_settings" in given else None
+        roles = (resumed_role_settings(old.models.role_settings, new.models.role_settings)
+                 if "role_settings" in given else None)
         changed = sorted(f for f in given if f not in RESUMABLE_FIELDS and f not in fixed
-                         and getattr(new, f) != getattr(old, f) and not (f == "role_settings" and roles is not None))
+                         and new.option(f) != old.option(f) and not (f == "role_settings" and roles is not None))
         if changed:
             names = ", ".join(OPTION_NAMES.get(f, "--" + f.replace("_", "-")) for f in changed)
             raise UsageError(f"--resume cannot change {names}: they define {path}'s tasks or scores. Resume "
                              "with the options it was run with (leave them out), or start a new run (-o NEW_DIR); "
                              "a resume may change only concurrency, timeouts, retries, connections, the budget and "
                              "--trials (to add trials)")
-        trials = old.trials
+        trials = old.tasks.trials
         if "trials" in given:
-            if new.trials < old.trials:
-                raise UsageError(f"{path} has {old.trials} trials per task; --resume can add trials "
-                                 f"(--trials {old.trials + 1} or more), not drop them (--trials {new.trials})")
-            trials = new.trials
-        if "seed" in given and new.seed != old.seed:
-            raise UsageError(f"{path} was run with --seed {old.seed}; a resume keeps it (leave --seed out)")
-        return replace(old, **{f: getattr(new, f) for f in RESUMABLE_FIELDS if f in given}, trials=trials,
-                       role_settings=old.role_settings if roles is None else roles)
+            if new.tasks.trials < old.tasks.trials:
+                raise UsageError(f"{path} has {old.tasks.trials} trials per task; --resume can add trials "
+                                 f"(--trials {old.tasks.trials + 1} or more), not drop them "
+                                 f"(--trials {new.tasks.trials})")
+            trials = new.tasks.trials
+        if "seed" in given and new.tasks.seed != old.tasks.seed:
+            raise UsageError(f"{path} was run with --seed {old.tasks.seed}; a resume keeps it (leave --seed out)")
+        return old.with_options(**{f: new.option(f) for f in RESUMABLE_FIELDS if f in given}, trials=trials,
+                                role_settings=old.models.role_settings if roles is None else roles)
 
 
 @attrs.define

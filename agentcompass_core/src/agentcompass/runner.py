@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +36,15 @@ from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
 from agentcompass.logging import make_run_logger
+from agentcompass.models.call_sources import provenance
 from agentcompass.models.gateway import ModelGateway, is_loopback
 from agentcompass.models.metering import CallRecord
-from agentcompass.models.roles import GatewayModelAccess, build_clients, model_aliases, model_ids, spent_usd
+from agentcompass.models.roles import GatewayModelAccess, RunModels, build_clients, resolve_models, spent_usd
 from agentcompass.plugins import PluginHost
 from agentcompass.redaction import Redactor
+from agentcompass.request_checks import check_request, raise_problems
 from agentcompass.resolve import (
     Resolved,
-    check_request,
     environment_specs,
     load_tasks,
     phase_timeouts,
@@ -113,6 +113,7 @@ class _Run:
     request: RunRequest
     mode: RunMode
     resolved: Resolved
+    models: RunModels
     tasks: list[TaskSpec]
     specs: dict[str, EnvironmentSpec]
     clients: dict[str, ModelClient]
@@ -185,19 +186,20 @@ class Runner:
         self.host.notify("agentcompass_run_signal", signal=name, count=count)
 
     async def _run(self, interrupts: Interrupts) -> RunOutcome:
-        check_request(self.request)
+        raise_problems(check_request(self.request))
         mode = self.mode()
         req = mode.request(self.request)
-        resolved = resolve(self.host, req)
+        models = resolve_models(req)
+        resolved = resolve(self.host, req, models)
         tasks = mode.tasks(resolved.benchmark, await load_tasks(resolved.benchmark, req))
         all_specs = environment_specs(resolved.benchmark, req, tasks, resolved.harness)
-        clients = build_clients(self.host, req)
+        clients = build_clients(self.host, req, models)
         executor = resolved.executor
         try:
             # Before anything is written: an executor that cannot run this here says so now.
             secrets = provider_secrets(clients)
             await executor.check(scrub_request(req, secrets), distinct(all_specs.values()), secrets=secrets)
-            missing = missing_secret_env(req.secret_env)
+            missing = missing_secret_env(req.models.secret_env)
             if missing:
                 raise UsageError(f"--secret-env names {', '.join('$' + m for m in missing)}, which is not set; "
                                  "set it or leave it out")
@@ -205,7 +207,8 @@ class Runner:
             redactor.add(*secrets, *known_secrets([unstructure(req)]))  # what the report masks, masked on write
             store = mode.open_store(req, redactor)
             try:
-                return await self._execute(_Run(req, mode, resolved, tasks, all_specs, clients, store, interrupts))
+                return await self._execute(_Run(req, mode, resolved, models, tasks, all_specs, clients, store,
+                                                       interrupts))
             except Exception:
                 if mode.creates_directory:  # a set-up failure (no engine, ...) leaves no empty run directory
                     store.close()
@@ -226,12 +229,13 @@ class Runner:
         with bound_run_logger(run.log):
             run.started_at = time.time()
             self._plan_work(run)
-            gateway = ModelGateway(model_ids(run.request), run_id=run.request.run_id, host=run.request.gateway_host,
-                                   aliases=model_aliases(run.request))
+            host = run.request.execution.gateway_host
+            gateway = ModelGateway(dict(run.models.ids), run_id=run.request.run_id, host=host,
+                                   aliases=dict(run.models.aliases))
             try:
                 await gateway.start()
-                if not is_loopback(run.request.gateway_host):
-                    run.log.warning("gateway.exposed", host=run.request.gateway_host, port=gateway.port)
+                if not is_loopback(host):
+                    run.log.warning("gateway.exposed", host=host, port=gateway.port)
                 await self._attempt_all(run, gateway)
             except asyncio.CancelledError:
                 if not run.interrupts.interrupted:
@@ -255,13 +259,13 @@ class Runner:
         run.work = mode.work(req, run.tasks)
         run.todo = [(t, trial) for t, trial in run.work if (t.task_id, trial) not in finished]
         run.final, run.n_finished_before = dict(finished), len(finished)
-        if req.concurrency > max(len(run.todo), 1):  # more workers than attempts only costs start-up time
+        if req.schedule.concurrency > max(len(run.todo), 1):  # more workers than attempts only costs start-up time
             used = max(len(run.todo), 1)
-            run.log.warning("run.concurrency_capped", requested=req.concurrency, used=used)
+            run.log.warning("run.concurrency_capped", requested=req.schedule.concurrency, used=used)
             if "concurrency" in self.given:
-                self._warn(req, f"--concurrency {req.concurrency} is more than this run can use ({len(run.todo)} "
-                                f"attempts to run): using {used}")
-            run.request = replace(req, concurrency=used)  # ``run.json`` records what was asked
+                self._warn(req, f"--concurrency {req.schedule.concurrency} is more than this run can use "
+                                f"({len(run.todo)} attempts to run): using {used}")
+            run.request = req.with_options(concurrency=used)  # ``run.json`` records what was asked
 
     def _warn(self, req: RunRequest, message: str) -> None:
         self.host.notify("agentcompass_run_warning", run_id=req.run_id, message=message)
@@ -277,13 +281,13 @@ class Runner:
         else:
             await provider.setup(distinct(specs.values()), run_id=req.run_id)
             await provider.plan(EnvironmentDemand(
-                opens=tuple(specs[t.task_id] for t, _ in todo), concurrency=req.concurrency,
-                max_environments=req.max_environments,
+                opens=tuple(specs[t.task_id] for t, _ in todo), concurrency=req.schedule.concurrency,
+                max_environments=req.schedule.max_environments,
             ))
             base_url, gateway_env = provider.gateway_address(
                 host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
             )
-        access = run.access = GatewayModelAccess(run.clients, gateway, base_url, request=req)
+        access = run.access = GatewayModelAccess.for_request(req, run.models, run.clients, gateway, base_url)
         capacity = self.capacity
         if capacity is not None:
             access.budget.pool = capacity.cost
@@ -293,7 +297,7 @@ class Runner:
             request=req, benchmark=resolved.benchmark, harness=resolved.harness, provider=provider,
             models=access, artifacts_root=store.artifacts_dir,
             environment_slots=capacity.environment_slots if capacity is not None else
-            asyncio.Semaphore(req.max_environments) if req.max_environments else None,
+            asyncio.Semaphore(req.schedule.max_environments) if req.schedule.max_environments else None,
             attempt_slots=capacity.attempt_slots if capacity is not None else None,
             on_transition=self._transition_observer(req, run.log),
             on_model_call=self._model_call_observer(req, store.redactor),
@@ -307,12 +311,12 @@ class Runner:
             final=run.final, stop_reason=lambda: access.stop_reason, stop=access.budget.stop,
         )
         queue.add(todo, run.attempts_used, mode.rescores())
-        store.write_run_info(build_run_info(run.asked, self._plan(req, resolved), resolved.plugin_versions,
+        store.write_run_info(build_run_info(run.asked, self._plan(req, resolved, run.models), resolved.plugin_versions,
                                             mode.previous, run.started_at, mode.derived_from,
-                                            planned_work(req, run.work)))
+                                            planned_work(req, run.work), provenance(req)))
         run.log.info("run.started", benchmark=req.benchmark, harness=req.harness, model=req.model,
-                     environment=req.environment, executor=req.executor, n_tasks=len(run.tasks),
-                     trials=req.trials, seed=req.seed, n_todo=len(todo), **mode.log_fields())
+                     environment=req.environment, executor=req.execution.executor, n_tasks=len(run.tasks),
+                     trials=req.tasks.trials, seed=req.tasks.seed, n_todo=len(todo), **mode.log_fields())
         budget, in_flight = access.budget, queue.in_flight
 
         def figures() -> LiveFigures:
@@ -383,13 +387,13 @@ class Runner:
         return on_model_call
 
     @staticmethod
-    def _plan(req: RunRequest, resolved: Resolved) -> RunPlan:
+    def _plan(req: RunRequest, resolved: Resolved, run_models: RunModels) -> RunPlan:
         return RunPlan(
             benchmark_class=type(resolved.benchmark).__qualname__,
             harness_class=type(resolved.harness).__qualname__ if resolved.harness else None,
             environment_class=type(resolved.provider).__qualname__,
-            executor=req.executor,
+            executor=req.execution.executor,
             evaluation_environment_mode=resolved.benchmark.evaluation_environment_mode,
             metric_contract=contract_json(resolved.contract),
-            model_roles=model_ids(req),
+            model_roles=dict(run_models.ids),
         )

@@ -6,14 +6,24 @@ Reading is strict: a string field takes only a string, a number field only a num
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import cattrs
 
 from agentcompass.runtime.records import SCHEMA_VERSION
-from agentcompass.runtime.types import ExecutionPlan, RunRequest, RunResult, TaskStatus
+from agentcompass.runtime.types import (
+    REQUEST_GROUPS,
+    REQUEST_OPTIONS,
+    ExecutionPlan,
+    RunRequest,
+    RunResult,
+    TaskStatus,
+    fold_flat_options,
+)
 
 T = TypeVar("T")
 
@@ -53,6 +63,33 @@ converter.register_unstructure_hook(
         "model_roles": sorted(p.model_endpoints),
     },
 )
+
+
+def _structure_request(data: Any, _: Any) -> RunRequest:
+    """A request as ``run.json`` records it (by option name), or in the request's groups."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"expected a table, got {type(data).__name__}")
+    known = {f.name: f for f in dataclasses.fields(RunRequest)}
+    flat = {k: v for k, v in data.items() if k not in known and k in REQUEST_OPTIONS}
+    grouped = {k: v for k, v in data.items() if k in known}
+    hints = typing.get_type_hints(RunRequest)
+    values = {k: converter.structure(v, hints[k]) for k, v in grouped.items()}
+    for name, value in flat.items():
+        group, attr = REQUEST_OPTIONS[name]
+        assert group is not None
+        hint = typing.get_type_hints(REQUEST_GROUPS[group])[attr]
+        values[name] = converter.structure(value, hint)
+    missing = [k for k in ("benchmark", "harness", "model") if k not in values]
+    if missing:
+        raise TypeError(f"the request has no {', '.join(missing)}")
+    return RunRequest(**fold_flat_options(values))
+
+
+converter.register_structure_hook(RunRequest, _structure_request)
+# ``run.json`` keeps a request by its options' names, as the command line and a run config file name them (and as
+# agentcompass 0.1.0 wrote it): one flat table a reader needs no knowledge of the request's groups for.
+converter.register_unstructure_hook(
+    RunRequest, lambda req: {name: converter.unstructure(req.option(name)) for name in REQUEST_OPTIONS})
 
 
 def unstructure(value: Any) -> Any:

@@ -42,8 +42,8 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
     given: dict[str, Any] = {"environment": environment, "concurrency": concurrency,
                              "environment_args": parse_pairs(env_arg, "--env-arg") if env_arg else None}
     overrides = {k: v for k, v in given.items() if v is not None}
-    request = RunRequest(benchmark="", harness="", model="", role_models={"judge": judge_model} if judge_model else {},
-                         **overrides)
+    request = RunRequest(benchmark="", harness="", model="").with_options(
+        role_models={"judge": judge_model} if judge_model else {}, **overrides)
     _warn_if_unfinished(run_dir)
     host, console = plugin_host(ctx), ConsoleReporter(enabled=True)
     runner = Runner(host, request, run_dir=output, rescore_from=run_dir, given=frozenset(overrides))

@@ -113,7 +113,7 @@ class ConsoleReporter:
     @hookimpl
     def agentcompass_run_started(self, request: RunRequest, run_dir: str, n_work: int, n_finished: int,
                                  figures: Callable[[], LiveFigures]) -> None:
-        self.progress.start(n_work, n_finished, request.trials, run_dir, figures)
+        self.progress.start(n_work, n_finished, request.tasks.trials, run_dir, figures)
 
     @hookimpl
     def agentcompass_task_event(self, event: TaskEvent) -> None:

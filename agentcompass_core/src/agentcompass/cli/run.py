@@ -117,7 +117,7 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
         if _pairs_option(key):
             kwargs.update(multiple=True, metavar=kwargs.get("metavar", "KEY=VALUE"))
         elif not kwargs.get("multiple"):
-            default = getattr(DEFAULTS, field)
+            default = DEFAULTS.option(field)
             kwargs.update(default=default, show_default=default is not None and default != "")
         command = click.option(option_flag(key), *short, key, **kwargs)(command)
     return command

@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agentcompass.models.metering import TaskMeter
+from agentcompass.models.metering import CallRecord, TaskMeter
+from agentcompass.runtime.attempt_spec import AttemptSpec
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.types import ModelEndpoint
 
@@ -53,6 +54,11 @@ class ModelAccess(Protocol):
     The runner uses :class:`~agentcompass.models.roles.GatewayModelAccess`; a remote worker relays to the head's
     gateway (:mod:`agentcompass.remote_worker`).
     """
+
+    def open_meter(self, spec: AttemptSpec, on_call: Callable[[AttemptSpec, CallRecord], None] | None = None
+                   ) -> TaskMeter:
+        """The meter of one attempt, made from the run's :class:`~agentcompass.models.metering.MeterPolicy`."""
+        ...
 
     def grant(self, meter: TaskMeter) -> ModelGrant:
         """The attempt's clients and endpoints by role, and how to revoke both."""

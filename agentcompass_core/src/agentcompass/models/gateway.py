@@ -40,7 +40,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,14 +143,17 @@ class ModelGateway:
 
     # -- tokens --------------------------------------------------------------------------------------
 
+    def add_secrets(self, clients: Iterable[ModelClient]) -> None:
+        """Mask the credentials ``clients`` hold in everything the gateway answers (and the run's meters)."""
+        for client in clients:
+            self._redactor.add(*getattr(client, "secrets", ()))
+
     def grant(
         self, clients: Mapping[str, ModelClient], meter: TaskMeter, base_url: str
     ) -> tuple[str, dict[str, ModelEndpoint]]:
         """Issue a token for one task attempt; returns it and one endpoint per role."""
         token = "acgw-" + secrets.token_urlsafe(24)
-        for client in clients.values():
-            self._redactor.add(*getattr(client, "secrets", ()))
-        meter.redactor = self._redactor
+        self.add_secrets(clients.values())
         metered = {role: MeteredModel(client, role, meter, via="gateway") for role, client in clients.items()}
         direct = {role: MeteredModel(client, role, meter) for role, client in clients.items()}
         self._grants[token] = Grant(metered, {r: self.model_ids[r] for r in clients}, direct)

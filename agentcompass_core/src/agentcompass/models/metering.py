@@ -15,6 +15,7 @@ conversation are left out too, replaced by one note naming how many.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -28,6 +29,7 @@ from agentcompass.models.budget import BUDGETED_ROLES, LimitReached, RunBudget, 
 from agentcompass.models.call_key import recorded_params, request_key, tool_digests
 from agentcompass.models.prices import Price
 from agentcompass.redaction import Redactor
+from agentcompass.runtime.attempt_spec import AttemptSpec
 from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, StreamEvent
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError
 from agentcompass.runtime.types import RunResult, TaskStatus
@@ -185,9 +187,36 @@ def bound_call(call: dict[str, Any], redactor: Redactor | None,
     return {**kept, "messages": [*head, *note, *tail]}, original
 
 
+@attrs.frozen
+class MeterPolicy:
+    """How every attempt of a run is metered — the one value its :class:`TaskMeter` s are made from.
+
+    :param budget: the run-wide budget and stop signal (``--max-cost``, a fatal model error).
+    :param max_tokens: ``--max-tokens-per-task``: tokens of the agent and user roles one attempt may use.
+    :param prices: the price of each role's model, when known.
+    :param redactor: masks the run's secrets in what a record cuts.
+    :param records_calls: keep call records (False on a remote worker: the head's meter records every call it
+        relays).
+    """
+
+    budget: RunBudget | None = None
+    max_tokens: int | None = None
+    prices: Mapping[str, Price | None] = attrs.field(factory=dict)
+    redactor: Redactor | None = None
+    records_calls: bool = True
+
+    def meter(self, spec: AttemptSpec, on_call: Callable[[AttemptSpec, CallRecord], None] | None = None
+              ) -> TaskMeter:
+        """The meter of the attempt ``spec``; ``on_call`` is told of every call record it keeps."""
+        return TaskMeter(spec.task.task_id, spec.attempt, seed=spec.seed, trial=spec.trial, budget=self.budget,
+                         max_tokens=self.max_tokens, prices=dict(self.prices), redactor=self.redactor,
+                         records_calls=self.records_calls,
+                         on_call=functools.partial(on_call, spec) if on_call is not None else None)
+
+
 @attrs.define
 class TaskMeter:
-    """Collects the model calls of one task attempt."""
+    """Collects the model calls of one task attempt. A run makes each from its :class:`MeterPolicy`."""
 
     task_id: str
     attempt: int

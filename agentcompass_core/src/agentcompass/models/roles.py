@@ -2,11 +2,15 @@
 
 ``MODEL`` strings are ``provider/name`` (``mock``, ``openai/gpt-4o-mini``, ``openai-compatible/Qwen3-8B``).
 The model under test is the ``agent`` role; a benchmark may also need ``user`` (a simulator) and ``judge``.
+
+A checked request's models are resolved once, by :func:`resolve_models`, into :class:`RunModels`: the value the
+clients, the gateway and every attempt's meter are made from. Nothing here validates the request again
+(:func:`agentcompass.request_checks.check_request` did).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -16,14 +20,15 @@ from agentcompass.models.access import CallSource, ModelGrant
 from agentcompass.models.budget import RunBudget
 from agentcompass.models.call_sources import call_sources, offline_client, replays_offline
 from agentcompass.models.gateway import ModelGateway
-from agentcompass.models.metering import TaskMeter
+from agentcompass.models.metering import CallRecord, MeterPolicy, TaskMeter
 from agentcompass.models.prices import Price, PriceTable
 from agentcompass.plugins import PluginHost
-from agentcompass.runtime.model_providers import settings_from_request
+from agentcompass.runtime.attempt_spec import AttemptSpec
+from agentcompass.runtime.model_providers import ProviderSettings, settings_from_request
 from agentcompass.runtime.models import ModelClient
-from agentcompass.runtime.types import RunRequest
+from agentcompass.runtime.types import MODEL_ROLES, RunRequest
 
-ROLES = ("agent", "user", "judge")
+ROLES = MODEL_ROLES
 
 
 def split_model(spec: str) -> tuple[str, str]:
@@ -34,43 +39,67 @@ def split_model(spec: str) -> tuple[str, str]:
     return provider, name
 
 
-def role_models(req: RunRequest) -> dict[str, str]:
-    """The model string of every configured role."""
-    models = {"agent": req.model, **{r: m for r, m in req.role_models.items() if m}}
-    unknown = sorted(set(models) - set(ROLES))
-    if unknown:
-        raise UsageError(f"unknown model role(s) {', '.join(unknown)}; roles are {', '.join(ROLES)}")
-    return models
+@attrs.frozen
+class RunModels:
+    """A run's models, resolved once from its checked request.
+
+    :param roles: the model (``PROVIDER/NAME``) of every configured role.
+    :param ids: the model id each role's gateway endpoint advertises: the model string, or the role's name when
+        two roles would otherwise share an id.
+    :param aliases: ``--model-alias``: model names an agent may ask for, by the role that answers them.
+    :param prices: each role's price, ``None`` when unknown.
+    :param settings: how each role's client reaches its provider.
+    :param options: the options each role's model factory is called with (``--model-arg`` for the agent,
+        ``[models.ROLE].args`` for the others).
+    """
+
+    roles: Mapping[str, str]
+    ids: Mapping[str, str]
+    aliases: Mapping[str, str]
+    prices: Mapping[str, Price | None]
+    settings: Mapping[str, ProviderSettings]
+    options: Mapping[str, Mapping[str, Any]]
+
+    @property
+    def prices_known(self) -> bool:
+        """Whether every role's model has a price (so the cost so far is the run's cost)."""
+        return bool(self.prices) and all(p is not None for p in self.prices.values())
 
 
-def model_aliases(req: RunRequest) -> dict[str, str]:
-    """``--model-alias NAME=ROLE`` checked: each ROLE is a role this run has."""
-    roles = role_models(req)
-    for name, role in req.model_aliases.items():
-        if role not in roles:
-            have = ", ".join(roles)
-            raise UsageError(f"--model-alias {name}={role}: {role!r} is not a role of this run (it has {have})")
-    return dict(req.model_aliases)
+def resolve_models(req: RunRequest) -> RunModels:
+    """The request's models (the request checked first: an unknown role here is a bug, not the user's)."""
+    roles = {"agent": req.model, **{r: m for r, m in req.models.roles.items() if m}}
+    agent_provider = req.model.partition("/")[0]
+    table = PriceTable.load(req.models.prices)
+    values = list(roles.values())
+    return RunModels(
+        roles=roles,
+        ids={role: spec if values.count(spec) == 1 or role == "agent" else role for role, spec in roles.items()},
+        aliases=dict(req.models.aliases),
+        prices={role: table.lookup(spec) for role, spec in roles.items()},
+        settings={role: settings_from_request(req, role=role,
+                                              for_agent_provider=spec.partition("/")[0] == agent_provider)
+                  for role, spec in roles.items()},
+        options={role: dict(req.model_args) if role == "agent"
+                 else dict(own.args) if (own := req.models.role_settings.get(role)) is not None else {}
+                 for role in roles},
+    )
 
 
-def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
+def build_clients(host: PluginHost, req: RunRequest, models: RunModels | None = None) -> dict[str, ModelClient]:
     """One client per configured role (roles naming the same model and arguments share a client).
 
     Every factory is called as ``factory(name, settings=..., **options)`` (see :class:`ModelClient`);
     ``--model-base-url`` / ``--model-api-key-env`` reach the agent's provider and other roles of that provider
-    without settings of their own; ``req.role_settings`` gives a role its own (``[models.ROLE]``).
+    without settings of their own; ``req.models.role_settings`` gives a role its own (``[models.ROLE]``).
     Every client is built before the run starts, so a missing key or base URL is a usage error up front.
     """
+    models = models if models is not None else resolve_models(req)
     clients: dict[str, ModelClient] = {}
     shared: dict[tuple[Any, ...], ModelClient] = {}
-    agent_provider = split_model(req.model)[0] if req.model else ""
-    settings_from_request(req)  # validates the knobs even when no factory takes them
-    model_aliases(req)
-    role_prices(req)  # a bad price file, or --max-cost without prices, is a usage error up front
-    for role, spec in role_models(req).items():
+    for role, spec in models.roles.items():
         provider, name = split_model(spec)
-        settings = settings_from_request(req, for_agent_provider=provider == agent_provider, role=role)
-        options: dict[str, Any] = dict(role_options(req, role))
+        settings, options = models.settings[role], dict(models.options[role])
         key = (spec, settings, tuple(sorted(options.items())))
         if key in shared:
             clients[role] = shared[key]
@@ -92,67 +121,38 @@ def build_clients(host: PluginHost, req: RunRequest) -> dict[str, ModelClient]:
     return clients
 
 
-def role_options(req: RunRequest, role: str) -> dict[str, str]:
-    """The options a role's model factory is called with: ``--model-arg`` for the agent, ``[models.ROLE].args``
-    for the others."""
-    if role == "agent":
-        return dict(req.model_args)
-    own = req.role_settings.get(role)
-    return dict(own.args) if own is not None else {}
-
-
-def role_prices(req: RunRequest) -> dict[str, Price | None]:
-    """The price of every role's model (``--prices`` / ``$AGENTCOMPASS_PRICES`` extend the built-in table)."""
-    table = PriceTable.load(req.prices)
-    prices = {role: table.lookup(spec) for role, spec in role_models(req).items()}
-    if req.max_cost is not None:
-        unpriced = [f"{role} ({role_models(req)[role]})" for role, p in prices.items() if p is None and role != "judge"]
-        if unpriced:
-            raise UsageError(
-                f"--max-cost needs a price for every model it limits; none is known for {', '.join(unpriced)}. "
-                "Add one with --prices FILE (USD per 1M tokens: {\"MODEL\": {\"input\": X, \"output\": Y}})"
-            )
-    return prices
-
-
-def model_ids(req: RunRequest) -> dict[str, str]:
-    """The model id each role's endpoint advertises: the model string, or the role name when two roles
-    would otherwise share an id."""
-    models = role_models(req)
-    ids: dict[str, str] = {}
-    for role, spec in models.items():
-        ids[role] = spec if list(models.values()).count(spec) == 1 or role == "agent" else role
-    return ids
-
-
 @attrs.define
 class GatewayModelAccess:
-    """Grants each task attempt the run's role clients, in process and through the gateway."""
+    """Grants each task attempt the run's role clients, in process and through the gateway, each attempt metered
+    by a :class:`TaskMeter` made from one :attr:`policy`."""
 
     clients: Mapping[str, ModelClient]
     gateway: ModelGateway
     base_url: str
-    request: RunRequest | None = None
+    models: RunModels
     #: Shared by every attempt: cost so far, limits, and the run's stop signal.
     budget: RunBudget = attrs.field(factory=RunBudget)
-    prices: dict[str, Price | None] = attrs.field(factory=dict)
-    #: Decorators of each attempt's clients (``--replay``, ``--cache``); by default those the request asks for.
-    sources: tuple[CallSource, ...] | None = None
+    #: Decorators of each attempt's clients (``--replay``, ``--cache``).
+    sources: tuple[CallSource, ...] = ()
+    policy: MeterPolicy = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.sources is None:
-            self.sources = call_sources(self.request, role_models(self.request)) if self.request is not None else ()
-        if self.request is not None:
-            self.budget.max_cost = self.request.max_cost
-            self.budget.max_tokens_per_task = self.request.max_tokens_per_task
-            self.budget.retries = self.request.retries
-            if not self.prices:
-                self.prices = role_prices(self.request)
+        self.gateway.add_secrets(self.clients.values())
+        self.policy = MeterPolicy(budget=self.budget, max_tokens=self.budget.max_tokens_per_task,
+                                  prices=dict(self.models.prices), redactor=self.gateway.redactor)
+
+    @classmethod
+    def for_request(cls, req: RunRequest, models: RunModels, clients: Mapping[str, ModelClient],
+                    gateway: ModelGateway, base_url: str) -> GatewayModelAccess:
+        """The access a run of ``req`` grants: its budget (``--max-cost``, ``--max-tokens-per-task``, retried
+        attempts) and its answer sources (``--replay``, ``--cache``)."""
+        budget = RunBudget(max_cost=req.budget.max_cost, max_tokens_per_task=req.budget.max_tokens_per_task,
+                           retries=req.schedule.retries)
+        return cls(clients, gateway, base_url, models, budget, call_sources(req, models.roles))
 
     @property
     def prices_known(self) -> bool:
-        """Whether every role's model has a price (so the cost so far is the run's cost)."""
-        return bool(self.prices) and all(p is not None for p in self.prices.values())
+        return self.models.prices_known
 
     @property
     def stop_reason(self) -> str | None:
@@ -160,12 +160,13 @@ class GatewayModelAccess:
         None."""
         return self.budget.poll()
 
+    def open_meter(self, spec: AttemptSpec, on_call: Callable[[AttemptSpec, CallRecord], None] | None = None
+                   ) -> TaskMeter:
+        return self.policy.meter(spec, on_call)
+
     def grant(self, meter: TaskMeter) -> ModelGrant:
-        meter.budget = self.budget
-        meter.max_tokens = self.budget.max_tokens_per_task
-        meter.prices = dict(self.prices)
         clients: Mapping[str, ModelClient] = self.clients
-        for source in self.sources or ():
+        for source in self.sources:
             clients = source.decorate(clients, meter)
         token, endpoints = self.gateway.grant(clients, meter, self.base_url)
         return ModelGrant(dict(clients), endpoints, lambda: self.gateway.revoke(token))

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from agentcompass import __version__
-from agentcompass.models.call_sources import provenance
 from agentcompass.runtime.metrics import MetricContract, aggregate
 from agentcompass.runtime.records import PlannedWork, RoleUsage, RunInfo, RunPlan, RunSummary
 from agentcompass.runtime.types import RunRequest, RunResult, TaskSpec
@@ -55,8 +54,8 @@ def build_summary(
     others = list(attempts)
     return RunSummary(
         run_id=req.run_id, benchmark=req.benchmark, harness=req.harness, model=req.model,
-        environment=req.environment, executor=req.executor, n_tasks=len({t.task_id for t, _ in work}),
-        trials=req.trials, seed=req.seed, n_finished=len(results),
+        environment=req.environment, executor=req.execution.executor, n_tasks=len({t.task_id for t, _ in work}),
+        trials=req.tasks.trials, seed=req.tasks.seed, n_finished=len(results),
         status_counts=dict(overall.status_counts), interrupted=interrupted, stopped_reason=stopped_reason,
         primary_metric=contract.primary, metrics=metrics, usage=role_usage([*results, *others]),
         usage_retried=role_usage(others), duration_s=round(duration_s, 3), run_dir=run_dir,
@@ -66,7 +65,7 @@ def build_summary(
 
 def planned_work(req: RunRequest, work: Sequence[tuple[TaskSpec, int]]) -> PlannedWork:
     """``run.json``'s ``planned``: the run's (task, trial) total and every task's category."""
-    return PlannedWork(n_results=len(work), trials=req.trials, tasks={t.task_id: t.category for t, _ in work})
+    return PlannedWork(n_results=len(work), trials=req.tasks.trials, tasks={t.task_id: t.category for t, _ in work})
 
 
 def summary_so_far(info: RunInfo, final: Mapping[tuple[str, int], RunResult], attempts: Iterable[RunResult],
@@ -81,7 +80,7 @@ def summary_so_far(info: RunInfo, final: Mapping[tuple[str, int], RunResult], at
         trials = info.planned.trials
     else:
         tasks = {tid: TaskSpec(task_id=tid, category=r.category) for (tid, _), r in final.items()}
-        trials = req.trials
+        trials = req.tasks.trials
     for (tid, _), r in final.items():
         tasks.setdefault(tid, TaskSpec(task_id=tid, category=r.category))
     work = [(t, trial) for trial in range(1, trials + 1) for t in tasks.values()]
@@ -94,8 +93,11 @@ def build_run_info(
     req: RunRequest, plan: RunPlan, plugins: Mapping[str, str | None], previous: RunInfo | None, started_at: float,
     derived_from: Mapping[str, str] | None = None,
     planned: PlannedWork | None = None,
+    model_calls: Mapping[str, object] | None = None,
 ) -> RunInfo:
-    """``run.json``; a resumed run keeps its creation time and adds this resume's time."""
+    """``run.json``; a resumed run keeps its creation time and adds this resume's time. ``model_calls`` is
+    where the run's answers come from besides the live models (``--replay``, ``--cache``), as the runner
+    knows it."""
     now = datetime.now(UTC).isoformat()
     return RunInfo(
         run_id=req.run_id,
@@ -107,7 +109,7 @@ def build_run_info(
         plugins=dict(plugins),
         derived_from=previous.derived_from if previous else derived_from,
         planned=planned,
-        model_calls=provenance(req),
+        model_calls=dict(model_calls) if model_calls is not None else None,
     )
 
 

@@ -25,7 +25,7 @@ class AttemptSpec:
     :param request: the run's request.
     :param gateway_env: how code inside the environment reaches the run's model gateway (variables added to
         every ``exec``; the per-attempt token is issued when the attempt starts).
-    :param trial: which trial of the task (1..``request.trials``).
+    :param trial: which trial of the task (1..``request.tasks.trials``).
     :param seed: the (task, trial)'s seed (:func:`agentcompass.runtime.seeds.trial_seed`).
     :param rescore: for ``agentcompass evaluate``: the recorded final result and prepared task to score again;
         the attempt then runs only the evaluate phase.

@@ -5,7 +5,7 @@ The runner turns tasks into :class:`AttemptSpec`\\ s (plain, serialisable data),
 the retry decision, recording and signals. An executor takes attempts until the source is exhausted and runs
 each through the ordinary lifecycle (:meth:`ExecutionContext.run_attempt`), wherever it likes.
 
-The default, ``local``, is :class:`LocalExecutor`: ``request.concurrency`` asyncio workers in this process.
+The default, ``local``, is :class:`LocalExecutor`: ``request.schedule.concurrency`` asyncio workers in this process.
 Register others with the ``register_executors`` hook and select them with ``--executor NAME``.
 
 An executor that runs attempts on other machines sets ``remote = True``: the runner then leaves the
@@ -144,7 +144,7 @@ class Executor(abc.ABC):
 
 
 class LocalExecutor(Executor):
-    """``request.concurrency`` asyncio workers in this process, each running one attempt at a time."""
+    """``request.schedule.concurrency`` asyncio workers in this process, each running one attempt at a time."""
 
     name = "local"
 
@@ -153,7 +153,7 @@ class LocalExecutor(Executor):
             while (spec := await attempts.next()) is not None:
                 attempts.report(await context.run_attempt(spec))
 
-        workers = [asyncio.create_task(worker()) for _ in range(context.request.concurrency)]
+        workers = [asyncio.create_task(worker()) for _ in range(context.request.schedule.concurrency)]
         try:
             await asyncio.gather(*workers)
         finally:

@@ -26,7 +26,6 @@ An environment variable always wins over the file.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -58,9 +57,9 @@ class ProviderSettings:
 
     base_url: str | None = None
     api_key_env: str | None = None
-    max_retries: int = _DEFAULTS.max_retries
-    max_connections: int = _DEFAULTS.max_connections
-    request_timeout: float = _DEFAULTS.request_timeout
+    max_retries: int = _DEFAULTS.models.max_retries
+    max_connections: int = _DEFAULTS.models.max_connections
+    request_timeout: float = _DEFAULTS.models.request_timeout
     #: Environment to read variables from (tests pass their own); None means ``os.environ``.
     environ: Mapping[str, str] | None = attrs.field(default=None, repr=False, eq=False)
 
@@ -74,35 +73,23 @@ def settings_from_request(req: RunRequest, *, for_agent_provider: bool = True, r
                           ) -> ProviderSettings:
     """The settings of one role's client.
 
-    A role's own settings (``req.role_settings[role]``, ``[models.ROLE]`` in a run config file) win. A role that
-    sets neither a base URL nor a key variable of its own gets ``--model-base-url`` and ``--model-api-key-env``
-    when it uses the agent's provider (never when it names its own server: the agent's key is not sent there).
-    ``--max-connections`` applies to every role without its own; the other reliability knobs to every provider."""
-    if req.max_retries < 0:
-        raise UsageError("--max-retries must be 0 or more")
-    if req.max_connections < 1:
-        raise UsageError("--max-connections must be at least 1")
-    if not (req.request_timeout > 0 and math.isfinite(req.request_timeout)):
-        raise UsageError("--request-timeout must be a positive number of seconds")
-    if req.max_tokens_per_task is not None and req.max_tokens_per_task < 1:
-        raise UsageError("--max-tokens-per-task must be at least 1")
-    if req.max_cost is not None and not (req.max_cost > 0 and math.isfinite(req.max_cost)):
-        raise UsageError("--max-cost must be a positive number of US dollars")
-    own = req.role_settings.get(role) if role else None
-    if own is not None and own.max_connections is not None and own.max_connections < 1:
-        raise UsageError(f"[models.{role}] max_connections must be at least 1")
-    if role == "agent" and own is not None and (own.base_url or own.api_key_env or own.args):
-        raise UsageError("the agent's base_url, api_key_env and args are model_base_url, model_api_key_env and "
-                         "model_args; role_settings['agent'] may set only max_connections")
+    A role's own settings (``req.models.role_settings[role]``, ``[models.ROLE]`` in a run config file) win.
+    A role that sets neither a base URL nor a key variable of its own gets ``--model-base-url`` and
+    ``--model-api-key-env`` when it uses the agent's provider (never when it names its own server: the agent's
+    key is not sent there).
+    ``--max-connections`` applies to every role without its own; the other reliability knobs to every provider.
+    The request is taken as checked (:func:`agentcompass.request_checks.check_request`)."""
+    own = req.models.role_settings.get(role) if role else None
     inherit = for_agent_provider and not (own is not None and (own.base_url or own.api_key_env))
     return ProviderSettings(
         base_url=(own.base_url if own is not None and own.base_url else None)
-        or (req.model_base_url if inherit else None),
+        or (req.models.base_url if inherit else None),
         api_key_env=(own.api_key_env if own is not None and own.api_key_env else None)
-        or (req.model_api_key_env if inherit else None),
-        max_retries=req.max_retries,
-        max_connections=own.max_connections if own is not None and own.max_connections else req.max_connections,
-        request_timeout=req.request_timeout,
+        or (req.models.api_key_env if inherit else None),
+        max_retries=req.models.max_retries,
+        max_connections=(own.max_connections if own is not None and own.max_connections
+                         else req.models.max_connections),
+        request_timeout=req.models.request_timeout,
     )
 
 

@@ -85,11 +85,11 @@ def scrub_request(req: RunRequest, secrets: Iterable[str]) -> RunRequest:
     def clean(options: Mapping[str, str]) -> dict[str, str]:
         return {k: "***" if any(s in str(v) for s in values) else v for k, v in options.items()}
 
-    roles = {role: replace(s, base_url=None, args=clean(s.args)) for role, s in req.role_settings.items()}
-    return replace(
-        req, model_base_url=None, model_args=clean(req.model_args), benchmark_args=clean(req.benchmark_args),
+    roles = {role: replace(s, base_url=None, args=clean(s.args)) for role, s in req.models.role_settings.items()}
+    return req.with_options(
+        model_base_url=None, model_args=clean(req.model_args), benchmark_args=clean(req.benchmark_args),
         harness_args=clean(req.harness_args), environment_args=clean(req.environment_args),
-        executor_args=clean(req.executor_args), role_settings=roles,
+        executor_args=clean(req.execution.executor_args), role_settings=roles,
     )
 
 

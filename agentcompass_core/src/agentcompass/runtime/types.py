@@ -8,8 +8,9 @@ spec does exactly that with ``RunResult``). JSON (un)structuring goes through th
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -154,6 +155,10 @@ class ModelEndpoint:
         }
 
 
+#: The model roles a run may have: the model under test, a user simulator, a judge.
+MODEL_ROLES = ("agent", "user", "judge")
+
+
 @dataclass(frozen=True)
 class RoleModelSettings:
     """How one model role reaches its provider: ``[models.user]`` / ``[models.judge]`` in a run config file.
@@ -172,8 +177,161 @@ class RoleModelSettings:
 
 
 @dataclass(frozen=True)
+class TaskSelection:
+    """Which work a run is: ``--task-id``, ``--limit``, ``--trials`` and ``--seed``."""
+
+    task_ids: tuple[str, ...] = ()
+    limit: int | None = None
+    #: How many times each task runs; the unit of work is the pair (task, trial).
+    trials: int = 1
+    #: The run's seed; every (task, trial) gets its own seed derived from it. The runner records the one it
+    #: chose when none was given, so a resume and another machine reproduce the same seeds.
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How attempts are scheduled and timed: ``--concurrency``, ``--max-environments``, ``--retries``,
+    ``--timeout`` (the run phase) and ``--phase-timeout`` (any phase, by name)."""
+
+    concurrency: int = 8
+    max_environments: int | None = None
+    retries: int = 0
+    timeout: float | None = None
+    phase_timeouts: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a run may spend: ``--max-tokens-per-task`` (agent and user tokens of one attempt) and ``--max-cost``
+    (US dollars for the whole run; needs a price for every model it limits)."""
+
+    max_tokens_per_task: int | None = None
+    max_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelAccess:
+    """How the run reaches its models. Credentials never go here: the key is read from the environment
+    variable ``api_key_env`` names (or a credentials file) when the clients are built.
+
+    :param roles: the model (``PROVIDER/NAME``) of each role besides the agent's (``--user-model``,
+        ``--judge-model``); the agent's is :attr:`RunRequest.model`.
+    :param aliases: ``--model-alias NAME=ROLE``: model names an agent asks the gateway for, by the role that
+        answers them.
+    :param base_url: ``--model-base-url``, the agent provider's endpoint.
+    :param api_key_env: ``--model-api-key-env``, the variable holding the agent provider's key.
+    :param role_settings: per-role connection settings (``[models.ROLE]`` of a run config file).
+    :param prices: ``--prices``, a JSON price table extending the built-in one.
+    :param secret_env: names of variables whose values the run masks in everything it writes, besides the
+        provider keys and every credential-named variable (:mod:`agentcompass.runtime.known_secrets`).
+    """
+
+    roles: Mapping[str, str] = field(default_factory=dict)
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    role_settings: Mapping[str, RoleModelSettings] = field(default_factory=dict)
+    max_retries: int = 5
+    max_connections: int = 64
+    request_timeout: float = 600.0
+    prices: str | None = None
+    secret_env: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AnswerSources:
+    """Where model answers may come from besides the live model.
+
+    ``replay``: a recorded run's directory that answers every call (``replay_miss``: what a call it does not
+    hold does, ``"error"`` or ``"live"``; ``replay_latency``: wait each call's recorded latency). ``cache``: a
+    model-answer cache directory shared across runs (``cache_expiry``: how old an entry may be, in seconds or
+    ``30m``, ``12h``, ``7d``).
+    """
+
+    replay: str | None = None
+    replay_miss: str = "error"
+    replay_latency: bool = False
+    cache: str | None = None
+    cache_expiry: str | None = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where attempts run (``--executor`` and its ``--executor-arg`` options) and where the run's model gateway
+    listens (``--gateway-host``: loopback by default; a remote executor whose workers run on other machines
+    needs an address they can reach, which exposes the gateway's per-attempt-token endpoint to that network)."""
+
+    executor: str = "local"
+    executor_args: Mapping[str, str] = field(default_factory=dict)
+    gateway_host: str = "127.0.0.1"
+
+
+#: The groups of a :class:`RunRequest`, by attribute.
+REQUEST_GROUPS: Mapping[str, type] = {
+    "tasks": TaskSelection, "schedule": Schedule, "budget": Budget, "models": ModelAccess,
+    "answers": AnswerSources, "execution": Execution,
+}
+
+#: Every run option by its name (the ``agentcompass run`` flag's, ``_`` for ``-``; the name a flat request had in
+#: 0.1.0) and where it lives in a request: ``(group, field)``, group ``None`` for a field of the request itself.
+REQUEST_OPTIONS: Mapping[str, tuple[str | None, str]] = {
+    **{name: (None, name) for name in ("benchmark", "harness", "model", "environment", "benchmark_args",
+                                       "harness_args", "model_args", "environment_args", "run_id")},
+    **{name: ("tasks", name) for name in ("task_ids", "limit", "trials", "seed")},
+    **{name: ("schedule", name) for name in ("concurrency", "max_environments", "retries", "timeout",
+                                             "phase_timeouts")},
+    **{name: ("budget", name) for name in ("max_tokens_per_task", "max_cost")},
+    "role_models": ("models", "roles"), "model_aliases": ("models", "aliases"),
+    "model_base_url": ("models", "base_url"), "model_api_key_env": ("models", "api_key_env"),
+    **{name: ("models", name) for name in ("role_settings", "max_retries", "max_connections", "request_timeout",
+                                           "prices", "secret_env")},
+    **{name: ("answers", name) for name in ("replay", "replay_miss", "replay_latency", "cache", "cache_expiry")},
+    **{name: ("execution", name) for name in ("executor", "executor_args", "gateway_host")},
+}
+
+#: The release in which reading a 0.1.0 flat name off a request (``req.concurrency``) stops working.
+FLAT_NAMES_REMOVED_IN = "0.3.0"
+
+
+def fold_flat_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of :class:`RunRequest` from options by name (:data:`REQUEST_OPTIONS`), grouped:
+    ``{"concurrency": 4, "model": "mock"}`` -> ``{"schedule": Schedule(concurrency=4), "model": "mock"}``.
+    Groups given whole in ``values`` are the base the named options change. An unknown name is a TypeError."""
+    out: dict[str, Any] = {}
+    grouped: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        if name in REQUEST_GROUPS:
+            out[name] = value
+            continue
+        where = REQUEST_OPTIONS.get(name)
+        if where is None:
+            raise TypeError(f"RunRequest has no option {name!r}")
+        group, attr = where
+        if group is None:
+            out[attr] = value
+        else:
+            grouped.setdefault(group, {})[attr] = value
+    for group, changes in grouped.items():
+        base = out.get(group) or REQUEST_GROUPS[group]()
+        out[group] = replace(base, **changes)
+    return out
+
+
+@dataclass(frozen=True, init=False)
 class RunRequest:
-    """What the user asked for. Recorded in ``run.json``; holds no secret."""
+    """What the user asked for. Recorded in ``run.json``; holds no secret.
+
+    What to run is on the request itself (``benchmark``, ``harness``, ``model``, ``environment`` and each one's
+    options); the rest comes in groups: :attr:`tasks` (which work), :attr:`schedule` (concurrency, retries,
+    timeouts), :attr:`budget` (token and cost limits), :attr:`models` (roles, aliases, connection, prices),
+    :attr:`answers` (replay, cache) and :attr:`execution` (executor, gateway address).
+
+    Every run option also has a name (:data:`REQUEST_OPTIONS`, the ``agentcompass run`` flag's): read one with
+    :meth:`option`, change some with :meth:`with_options`. The flat names of 0.1.0 (``req.concurrency``,
+    ``RunRequest(..., concurrency=4)``) still work, with a :class:`DeprecationWarning` naming the new place,
+    until :data:`FLAT_NAMES_REMOVED_IN`.
+    """
 
     benchmark: str
     harness: str
@@ -183,53 +341,84 @@ class RunRequest:
     harness_args: Mapping[str, str] = field(default_factory=dict)
     model_args: Mapping[str, str] = field(default_factory=dict)
     environment_args: Mapping[str, str] = field(default_factory=dict)
-    role_models: Mapping[str, str] = field(default_factory=dict)
-    #: ``--model-alias NAME=ROLE``: model names an agent asks the gateway for, by the role that answers them.
-    model_aliases: Mapping[str, str] = field(default_factory=dict)
-    concurrency: int = 8
-    max_environments: int | None = None
-    limit: int | None = None
-    task_ids: tuple[str, ...] = ()
-    retries: int = 0
-    timeout: float | None = None
-    phase_timeouts: Mapping[str, float] = field(default_factory=dict)
     run_id: str = ""
-    # Model connection and budgets (``--model-base-url`` ...). Credentials never go here: the key is read
-    # from the environment variable ``model_api_key_env`` names (or a config file) when clients are built.
-    model_base_url: str | None = None
-    model_api_key_env: str | None = None
-    max_retries: int = 5
-    max_connections: int = 64
-    request_timeout: float = 600.0
-    max_tokens_per_task: int | None = None
-    max_cost: float | None = None
-    prices: str | None = None
-    #: Where attempts run (``--executor``), and its options (``--executor-arg``).
-    executor: str = "local"
-    executor_args: Mapping[str, str] = field(default_factory=dict)
-    #: How many times each task runs (``--trials``); the unit of work is the pair (task, trial).
-    trials: int = 1
-    #: The run's seed (``--seed``); every (task, trial) gets its own seed derived from it. The runner records
-    #: the one it chose when none was given, so a resume and another machine reproduce the same seeds.
-    seed: int | None = None
-    #: The address the run's model gateway listens on (``--gateway-host``). Loopback by default; a remote
-    #: executor whose workers run on other machines needs an address they can reach (``0.0.0.0`` or this
-    #: machine's), which exposes the gateway's per-attempt-token endpoint to that network.
-    gateway_host: str = "127.0.0.1"
-    #: Names of environment variables whose values the run masks in everything it writes (``--secret-env``),
-    #: besides the provider keys and every credential-named variable (:mod:`agentcompass.runtime.known_secrets`).
-    secret_env: tuple[str, ...] = ()
-    #: Per-role connection settings (``[models.ROLE]`` of a run config file), by role.
-    role_settings: Mapping[str, RoleModelSettings] = field(default_factory=dict)
-    #: ``--replay RUN_DIR``: answer every model call from that recorded run (``--replay-miss error|live``: what
-    #: a call the recording does not hold does; ``--replay-latency``: wait each call's recorded latency).
-    replay: str | None = None
-    replay_miss: str = "error"
-    replay_latency: bool = False
-    #: ``--cache DIR``: a model-answer cache shared across runs; ``--cache-expiry``: how old an entry may be
-    #: (seconds, or ``30m``, ``12h``, ``7d``).
-    cache: str | None = None
-    cache_expiry: str | None = None
+    tasks: TaskSelection = field(default_factory=TaskSelection)
+    schedule: Schedule = field(default_factory=Schedule)
+    budget: Budget = field(default_factory=Budget)
+    models: ModelAccess = field(default_factory=ModelAccess)
+    answers: AnswerSources = field(default_factory=AnswerSources)
+    execution: Execution = field(default_factory=Execution)
+
+    def __init__(self, benchmark: str, harness: str, model: str, environment: str = "local",
+                 benchmark_args: Mapping[str, str] | None = None, harness_args: Mapping[str, str] | None = None,
+                 model_args: Mapping[str, str] | None = None, environment_args: Mapping[str, str] | None = None,
+                 run_id: str = "", tasks: TaskSelection | None = None, schedule: Schedule | None = None,
+                 budget: Budget | None = None, models: ModelAccess | None = None,
+                 answers: AnswerSources | None = None, execution: Execution | None = None,
+                 **flat_options: Any) -> None:
+        groups: dict[str, Any] = {"tasks": tasks, "schedule": schedule, "budget": budget, "models": models,
+                                  "answers": answers, "execution": execution}
+        if flat_options:
+            _warn_flat(f"RunRequest({', '.join(f'{n}=...' for n in flat_options)})",
+                       "pass the groups instead (" + ", ".join(_path(n) for n in flat_options) + ")", 2)
+            folded = fold_flat_options({**{k: v for k, v in groups.items() if v is not None}, **flat_options})
+            for name in list(folded):
+                if name in groups:
+                    groups[name] = folded.pop(name)
+            if folded:
+                raise TypeError(f"RunRequest got {', '.join(folded)} both by name and as a 0.1.0 option")
+        set_ = object.__setattr__
+        set_(self, "benchmark", benchmark)
+        set_(self, "harness", harness)
+        set_(self, "model", model)
+        set_(self, "environment", environment)
+        set_(self, "benchmark_args", {} if benchmark_args is None else benchmark_args)
+        set_(self, "harness_args", {} if harness_args is None else harness_args)
+        set_(self, "model_args", {} if model_args is None else model_args)
+        set_(self, "environment_args", {} if environment_args is None else environment_args)
+        set_(self, "run_id", run_id)
+        for name, kind in REQUEST_GROUPS.items():
+            value = groups[name]
+            set_(self, name, kind() if value is None else value)
+
+    if not TYPE_CHECKING:  # type checkers flag the 0.1.0 names; at run time they still work, with a warning
+
+        def __getattr__(self, name: str) -> Any:
+            # Only called for names the request does not have: the flat option names of 0.1.0.
+            where = REQUEST_OPTIONS.get(name)
+            if where is None or where[0] is None or name.startswith("__"):
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            _warn_flat(f"RunRequest.{name}", f"read it as req.{_path(name)}", 2)
+            return getattr(object.__getattribute__(self, where[0]), where[1])
+
+    def option(self, name: str) -> Any:
+        """The value of the run option ``name`` (:data:`REQUEST_OPTIONS`: ``"concurrency"``, ``"max_cost"``)."""
+        group, attr = _where(name)
+        return getattr(self if group is None else getattr(self, group), attr)
+
+    def with_options(self, **values: Any) -> RunRequest:
+        """A copy with the run options ``values`` changed, by name (``req.with_options(concurrency=4)``)."""
+        for name in values:
+            _where(name)
+        return replace(self, **fold_flat_options({
+            **{g: getattr(self, g) for g in {REQUEST_OPTIONS[n][0] for n in values} if g is not None}, **values}))
+
+
+def _where(name: str) -> tuple[str | None, str]:
+    try:
+        return REQUEST_OPTIONS[name]
+    except KeyError:
+        raise KeyError(f"no run option {name!r}; options: {', '.join(sorted(REQUEST_OPTIONS))}") from None
+
+
+def _path(name: str) -> str:
+    group, attr = REQUEST_OPTIONS[name]
+    return attr if group is None else f"{group}.{attr}"
+
+
+def _warn_flat(what: str, instead: str, stacklevel: int) -> None:
+    warnings.warn(f"{what} is the flat request of agentcompass 0.1.0, deprecated and removed in "
+                  f"{FLAT_NAMES_REMOVED_IN}: {instead}", DeprecationWarning, stacklevel=stacklevel + 1)
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,10 @@ import attrs
 from agentcompass.capacity import SharedCapacity
 from agentcompass.errors import AgentCompassError, ResultsError, UsageError, describe
 from agentcompass.exit_codes import ExitCode
-from agentcompass.models.roles import build_clients, role_prices
+from agentcompass.models.roles import build_clients
 from agentcompass.plugins import PluginHost
-from agentcompass.resolve import NO_HARNESS, check_request, resolve
+from agentcompass.request_checks import check_request, raise_problems
+from agentcompass.resolve import NO_HARNESS, resolve
 from agentcompass.results.lines import RUN_JSON
 from agentcompass.runtime.benchmark import HarnessFreeBenchmark
 from agentcompass.runtime.known_secrets import missing_secret_env
@@ -184,7 +185,7 @@ class SuiteRunner:
         skipped_all = tuple(record.skipped) if plan is None else tuple(skipped)
         for name, error in failed_checks.items():
             outcomes[name] = self._cannot_start(name, error)
-        capacity = SharedCapacity(self.concurrency or max([r.request.concurrency for r in ready] or [1]),
+        capacity = SharedCapacity(self.concurrency or max([r.request.schedule.concurrency for r in ready] or [1]),
                                   self.max_environments, self.max_cost)
         capacity.cost.spent_usd = _spent(outcomes)
         tasks = {r.cell.name: asyncio.create_task(self._run_cell(r, capacity)) for r in ready}
@@ -210,21 +211,20 @@ class SuiteRunner:
             raise UsageError(f"cell {cell.name!r} has no {', '.join(missing)}; set it in the cell, the "
                                     "matrix or [defaults]")
         if self.concurrency is not None and "concurrency" not in given:
-            request = replace(request, concurrency=self.concurrency)
-        check_request(request)
+            request = request.with_options(concurrency=self.concurrency)
+        raise_problems(check_request(request if self.max_cost is None else request.with_options(
+            max_cost=self.max_cost)))  # the shared budget needs every cell's prices, as a run's own does
         try:
             resolve(self.host, request)
         except AgentCompassError:
             if cell.origin == FROM_MATRIX and (why := self._incompatible(request)):
                 raise _Incompatible(why) from None
             raise
-        if self.max_cost is not None:  # the shared budget needs every cell's prices, as a run's own does
-            role_prices(replace(request, max_cost=self.max_cost))
         clients = build_clients(self.host, request)
         for client in set(clients.values()):
             with contextlib.suppress(Exception):
                 await client.aclose()
-        missing = missing_secret_env(request.secret_env)
+        missing = missing_secret_env(request.models.secret_env)
         if missing:
             raise UsageError(f"secret_env names {', '.join('$' + m for m in missing)}, which is not set; set it or "
                              "leave it out")

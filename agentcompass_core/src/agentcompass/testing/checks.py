@@ -51,8 +51,8 @@ def _instance(benchmark: Any) -> BaseBenchmark:
 def default_request(benchmark: BaseBenchmark, **fields: Any) -> RunRequest:
     """The request the checks use: the benchmark's name, ``none`` or ``nop``, the ``mock`` model."""
     harness = "none" if isinstance(benchmark, HarnessFreeBenchmark) else "nop"
-    return RunRequest(benchmark=benchmark.name or type(benchmark).__name__, harness=harness, model="mock",
-                      **fields)
+    return RunRequest(benchmark=benchmark.name or type(benchmark).__name__, harness=harness,
+                      model="mock").with_options(**fields)
 
 
 async def first_task(benchmark: BaseBenchmark, request: RunRequest) -> TaskSpec:

@@ -287,10 +287,7 @@ async def run_benchmark(
         harness_args=dict(harness_args or {}),
         model_args=dict(model_args or {}),
         environment_args=dict(environment_args or {}),
-        task_ids=tuple(task_ids),
-        limit=limit,
-        **request_fields,
-    )
+    ).with_options(task_ids=tuple(task_ids), limit=limit, **request_fields)
     path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="agentcompass-test-")) / "run"
     with contextlib.ExitStack() as stack:
         if plugin.entries:

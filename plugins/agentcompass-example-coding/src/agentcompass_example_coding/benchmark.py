@@ -86,7 +86,7 @@ class ExampleCodingBenchmark(BaseBenchmark):
     # -- tasks ---------------------------------------------------------------------------------------
 
     def load_tasks(self, req: RunRequest) -> Iterator[TaskSpec]:
-        """Yield the tasks (``req.task_ids`` / ``req.limit`` are applied by the runtime)."""
+        """Yield the tasks (``req.tasks.task_ids`` / ``req.tasks.limit`` are applied by the runtime)."""
         _ = req
         for task in tasks.load_all():
             if self.categories is not None and task.category not in self.categories:

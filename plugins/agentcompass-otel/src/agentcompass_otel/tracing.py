@@ -357,13 +357,13 @@ class RunTracing:
         processor = BatchSpanProcessor(self.exporter_factory(), max_queue_size=queue)
         provider.add_span_processor(processor)
         tracer = provider.get_tracer("agentcompass_otel", __version__)
-        roles = {"agent": request.model, **dict(request.role_models)}
+        roles = {"agent": request.model, **dict(request.models.roles)}
         root = tracer.start_span(f"run {request.benchmark}", attributes={
             "agentcompass.run_id": run_id, "agentcompass.benchmark": request.benchmark,
             "agentcompass.harness": request.harness, "agentcompass.model": roles.get("agent", request.model),
-            "agentcompass.environment": request.environment, "agentcompass.executor": request.executor,
-            "agentcompass.trials": request.trials, "gen_ai.request.model": roles.get("agent", request.model),
-            **({"agentcompass.seed": request.seed} if request.seed is not None else {}),
+            "agentcompass.environment": request.environment, "agentcompass.executor": request.execution.executor,
+            "agentcompass.trials": request.tasks.trials, "gen_ai.request.model": roles.get("agent", request.model),
+            **({"agentcompass.seed": request.tasks.seed} if request.tasks.seed is not None else {}),
         })
         self.runs[run_id] = RunTrace(provider, processor, root, request.benchmark, roles, _primary_metric(run_dir),
                                      provider.resource, InstrumentationScope("agentcompass_otel", __version__))

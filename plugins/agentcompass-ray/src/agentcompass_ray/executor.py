@@ -103,20 +103,21 @@ class RayExecutor(Executor):
         """Join the cluster, start one worker per node with room, and check each can run this request (its
         plugins installed); then set the workers up. A problem is a UsageError naming the node."""
         self._request, self._environments = request, environments
-        self._wanted = min(request.concurrency, request.max_environments or request.concurrency)
+        schedule = request.schedule
+        self._wanted = min(schedule.concurrency, schedule.max_environments or schedule.concurrency)
         # On this thread: Ray installs its signal handlers only from the main one. Before the run starts.
         self._connection = connect(self.options, local_cpus=self._wanted * self.options.num_cpus, secrets=secrets)
         import ray
 
         nodes = alive_nodes()
         self._demand = attempt_demand(self.options, docker=request.environment == "docker", nodes=nodes)
-        if request.gateway_host.startswith(LOOPBACK_PREFIXES):
+        if request.execution.gateway_host.startswith(LOOPBACK_PREFIXES):
             remote_nodes = [str(n.get("NodeManagerAddress")) for n in nodes
                             if not str(n.get("NodeManagerAddress", "")).startswith(LOOPBACK_PREFIXES)]
             if remote_nodes:
                 raise UsageError(
                     f"the Ray cluster has nodes on other machines ({', '.join(sorted(set(remote_nodes)))}), "
-                    f"which cannot reach the model gateway on {request.gateway_host}; pass --gateway-host "
+                    f"which cannot reach the model gateway on {request.execution.gateway_host}; pass --gateway-host "
                     "0.0.0.0 (or this machine's address on their network)")
         plan = plan_slots(nodes, self._demand, self._wanted)
         if not plan:

@@ -164,8 +164,9 @@ class SWEBench(BaseBenchmark):
                 self._missing = {}
             else:
                 # the instances the run will open, as the runner selects them (--task-id, then --limit)
-                selected = [i for i in self.instances.values() if not req.task_ids or i.instance_id in req.task_ids]
-                selected = selected[: req.limit] if req.limit is not None else selected
+                wanted = req.tasks.task_ids
+                selected = [i for i in self.instances.values() if not wanted or i.instance_id in wanted]
+                selected = selected[: req.tasks.limit] if req.tasks.limit is not None else selected
                 refs = {i.instance_id: self.settings.naming.ref(i) for i in selected}
                 self._missing = self.settings.images.ensure(selected, refs)
         return self._missing

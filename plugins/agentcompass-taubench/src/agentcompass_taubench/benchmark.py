@@ -170,17 +170,17 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
         return iter(specs)
 
     def _check_roles(self, req: RunRequest, specs: list[TaskSpec]) -> None:
-        roles = {r for r, m in req.role_models.items() if m}
+        roles = {r for r, m in req.models.roles.items() if m}
         if req.harness != "oracle" and "user" not in roles:
             raise UsageError(
                 "benchmark 'taubench' needs a user simulator: set --user-model MODEL (the oracle harness needs none)"
             )
         selected = specs
-        if req.task_ids:
-            wanted = set(req.task_ids)
+        if req.tasks.task_ids:
+            wanted = set(req.tasks.task_ids)
             selected = [s for s in specs if s.task_id in wanted]
-        if req.limit is not None:
-            selected = selected[: req.limit]
+        if req.tasks.limit is not None:
+            selected = selected[: req.tasks.limit]
         judged = [s for s in selected if s.metadata["needs_judge"]]
         if judged and "judge" not in roles and req.harness != "oracle":
             raise UsageError(
@@ -222,7 +222,7 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
             "user": {"model": "user", "params": {"temperature": self.user_temperature}},
             "judge": {"model": "judge", "params": {"temperature": 0.0}} if has_judge else None,
             "skip_nl": skip_nl,
-            "request_timeout": req.request_timeout,
+            "request_timeout": req.models.request_timeout,
         }
 
     async def _place(self, task: TaskSpec, req: RunRequest, plan: ExecutionPlan, env: EnvironmentSession) -> None:
