@@ -47,6 +47,7 @@ from typing import Any
 import attrs
 from aiohttp import web
 
+from agentcompass.errors import UsageError
 from agentcompass.models import gateway_serving
 from agentcompass.models.gateway_serving import Grant
 from agentcompass.models.metering import MeteredModel, TaskMeter
@@ -112,7 +113,13 @@ class ModelGateway:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         tcp = web.TCPSite(self._runner, self.host, self.port)
-        await tcp.start()
+        try:
+            await tcp.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            raise UsageError(f"--gateway-host {self.host!r}: the model gateway cannot listen there "
+                             f"({exc.strerror or exc}); give one of this machine's addresses (127.0.0.1, 0.0.0.0, "
+                             "or an interface's)") from None
         server = tcp._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
