@@ -359,6 +359,9 @@ class RunRequest:
         groups: dict[str, Any] = {"tasks": tasks, "schedule": schedule, "budget": budget, "models": models,
                                   "answers": answers, "execution": execution}
         if flat_options:
+            unknown = sorted(n for n in flat_options if n not in REQUEST_OPTIONS)
+            if unknown:
+                raise TypeError(f"RunRequest has no option {unknown[0]!r}")
             _warn_flat(f"RunRequest({', '.join(f'{n}=...' for n in flat_options)})",
                        "pass the groups instead (" + ", ".join(_path(n) for n in flat_options) + ")", 2)
             folded = fold_flat_options({**{k: v for k, v in groups.items() if v is not None}, **flat_options})
