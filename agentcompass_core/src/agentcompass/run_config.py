@@ -463,7 +463,7 @@ def _recorded_run(path: Path, text: str) -> RunConfig:
                 options["models"] = {role: _drop_nulls(dict(s)) if isinstance(s, dict) else s
                                      for role, s in value.items()}
         else:
-            options[names.get(name, name)] = value
+            options[names.get(name) or name] = value
     plugins = data.get("plugins") if isinstance(data.get("plugins"), dict) else {}
     return RunConfig(path, RunOptions.parse(options, f"{path} (request)", base_dir=path.parent), dict(plugins))
 
