@@ -1,6 +1,9 @@
-"""Developer sessions. Everything runs through uv in the project's own environment.
+"""The checks, defined once: what a developer runs and what CI (``.ci/run``) runs. Everything runs through uv in
+the project's own environment.
 
-    uv run nox -s tests lint typecheck
+    uv run nox                                    # lint, typecheck, tests (the default pytest run)
+    uv run nox -s lint typecheck                  # ruff and mypy only
+    uv run nox -s tests -- --all-tests -n 0       # arguments after `--` go to pytest
 """
 
 import nox
@@ -8,21 +11,26 @@ import nox
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["lint", "typecheck", "tests"]
 
+#: What mypy checks (pyproject's [tool.mypy] holds its settings): the core and every plugin.
+TYPED = ("agentcompass_core/src", "plugins")
+
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (docker tests need an engine: .ci/docker-up.sh)."""
+    """The test suite; arguments after ``--`` go to pytest (docker tests need an engine: .ci/docker-up.sh)."""
     session.run("uv", "run", "pytest", *session.posargs, external=True)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
+    """ruff over the whole tree."""
     session.run("uv", "run", "ruff", "check", ".", external=True)
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    session.run("uv", "run", "mypy", "agentcompass_core/src", "plugins", external=True)
+    """mypy over the core and the plugins."""
+    session.run("uv", "run", "mypy", *TYPED, external=True)
 
 
 @nox.session

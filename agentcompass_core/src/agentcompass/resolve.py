@@ -158,9 +158,9 @@ async def load_tasks(benchmark: BaseBenchmark, req: RunRequest) -> list[TaskSpec
         if inspect.isawaitable(loaded):
             loaded = await loaded
         if hasattr(loaded, "__aiter__"):
-            tasks = [t async for t in loaded]  # type: ignore[union-attr]
+            tasks = [t async for t in loaded]
         else:
-            tasks = list(loaded)  # type: ignore[arg-type]
+            tasks = list(loaded)
     except AgentCompassError:
         raise
     except Exception as exc:

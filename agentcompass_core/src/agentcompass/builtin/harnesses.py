@@ -18,7 +18,7 @@ class NoHarness(BaseHarness):
         if not isinstance(benchmark, HarnessFreeBenchmark):
             raise UsageError(f"benchmark {benchmark.name!r} needs an agent harness, not 'none'")
 
-    async def run(self, task, prepared, req, plan, env=None):  # type: ignore[no-untyped-def]
+    async def run(self, task, prepared, req, plan, env=None):
         raise RuntimeError("the 'none' harness never runs; the benchmark's run_task does")
 
 

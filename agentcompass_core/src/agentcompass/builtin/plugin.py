@@ -40,28 +40,28 @@ def _local_executor(**options: Any) -> Any:
 
 
 @hookimpl
-def register_harnesses(register):  # type: ignore[no-untyped-def]
+def register_harnesses(register):
     for name in ("none", "nop", "oracle"):
         register(name, _harness(name))
 
 
 @hookimpl
-def register_environments(register):  # type: ignore[no-untyped-def]
+def register_environments(register):
     register("local", _local_environment)
 
 
 @hookimpl
-def register_models(register):  # type: ignore[no-untyped-def]
+def register_models(register):
     register("mock", _mock_model)
 
 
 @hookimpl
-def register_executors(register):  # type: ignore[no-untyped-def]
+def register_executors(register):
     register("local", _local_executor)
 
 
 @hookimpl
-def register_metric_contracts(register):  # type: ignore[no-untyped-def]
+def register_metric_contracts(register):
     register("score", lambda: make_metric_contract(primary="score", scalar=("score",), labels={"score": "Score"}))
     register(
         "pass_rate",

@@ -28,7 +28,7 @@ class CLIError(click.ClickException):
         super().__init__(message)
         self.exit_code = int(exit_code)  # type: ignore[misc]  # click reads it per instance
 
-    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+    def show(self, file=None) -> None:
         click.echo(f"Error: {self.format_message()}", err=True)
 
 

@@ -85,8 +85,8 @@ class RunBudget:
 
     def check(self) -> None:
         """Raise if the run no longer makes calls."""
-        if self.poll() is None:
+        if (reason := self.poll()) is None:
             return
         if self.stopped_by_limit:
-            raise LimitReached(self.stop_reason, limit="max_cost")
-        raise RunStopped(f"run stopped: {self.stop_reason}", fatal=True)
+            raise LimitReached(reason, limit="max_cost")
+        raise RunStopped(f"run stopped: {reason}", fatal=True)

@@ -30,7 +30,8 @@ def response_json(response: ChatResponse) -> dict[str, Any]:
 
 def response_from(data: Mapping[str, Any], source: str) -> ChatResponse:
     """An answer from :func:`response_json`'s shape or a trajectory's call record, marked with its ``source``."""
-    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else data
+    recorded = data.get("usage")
+    usage: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else data
     return ChatResponse(
         message=dict(data.get("message") or data.get("response") or {"role": "assistant", "content": ""}),
         model=str(data.get("model") or ""),

@@ -306,7 +306,7 @@ class SuiteRunner:
             lock.release()
 
     @contextlib.contextmanager
-    def _signals_to(self, tasks: list[asyncio.Task[CellOutcome]]):  # type: ignore[no-untyped-def]
+    def _signals_to(self, tasks: list[asyncio.Task[CellOutcome]]):
         if not self.handle_signals:
             yield
             return

@@ -200,7 +200,7 @@ def _short(value: Any) -> str:
     return str(value).replace("/", "_")
 
 
-class _Missing(dict):  # type: ignore[type-arg]
+class _Missing(dict):
     """A template's key that no option has is an error naming it."""
 
     def __missing__(self, key: str) -> Any:

@@ -216,7 +216,7 @@ def _make_runner(host: Any, request: RunRequest, run_dir: Path) -> Any:
     from agentcompass.runner import Runner
 
     try:
-        return Runner(host, request, run_dir=run_dir, handle_signals=False)  # type: ignore[call-arg]
+        return Runner(host, request, run_dir=run_dir, handle_signals=False)
     except TypeError:  # a runner without the option
         return Runner(host, request, run_dir=run_dir)
 

@@ -180,18 +180,16 @@ class Images:
         if future is None:
             if key[0] == "build":
                 turn = self._turns.ticket()
-                work: Awaitable[ImageInfo] = self._built(Path(key[1]), key[2], build_args, spec.build_timeout,
-                                                         turn)
+                future = asyncio.ensure_future(
+                    self._built(Path(key[1]), key[2], build_args, spec.build_timeout, turn))
+                # Settled however it ends, even cancelled before its coroutine ever ran (a no-op otherwise).
+                future.add_done_callback(lambda _: self._turns.skip(turn))
             else:
-                work = _within(
+                future = asyncio.ensure_future(_within(
                     self.engine.call(self._resolve, spec.image),
                     self.options.pull_timeout,
                     f"pulling image {spec.image!r}",
-                )
-            future = asyncio.ensure_future(work)
-            if key[0] == "build":
-                # Settled however it ends, even cancelled before its coroutine ever ran (a no-op otherwise).
-                future.add_done_callback(lambda _, turn=turn: self._turns.skip(turn))
+                ))
             self._futures[key] = future
         return future
 

@@ -17,6 +17,6 @@ def make_docker_provider(**options: Any) -> Any:
 
 
 @hookimpl
-def register_environments(register):  # type: ignore[no-untyped-def]
+def register_environments(register):
     register("docker", make_docker_provider)
 

@@ -8,5 +8,5 @@ from example_interactive.benchmark import ExampleInteractiveBenchmark
 
 
 @hookimpl
-def register_benchmarks(register) -> None:  # type: ignore[no-untyped-def]
+def register_benchmarks(register) -> None:
     register("example_interactive", ExampleInteractiveBenchmark)

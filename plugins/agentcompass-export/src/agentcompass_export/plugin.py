@@ -23,11 +23,11 @@ class ExportError(click.ClickException):
 
     exit_code = USAGE_EXIT
 
-    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+    def show(self, file=None) -> None:
         click.echo(f"Error: {self.format_message()}", err=True)
 
 
-def _open(run_dir: Path):  # type: ignore[no-untyped-def]
+def _open(run_dir: Path):
     from agentcompass.errors import AgentCompassError
 
     from agentcompass_export.source import RunSource
@@ -42,7 +42,7 @@ def _open(run_dir: Path):  # type: ignore[no-untyped-def]
     return source
 
 
-def _warn(source) -> None:  # type: ignore[no-untyped-def]
+def _warn(source) -> None:
     for warning in source.warnings:
         click.echo(f"warning: {warning}", err=True)
 

@@ -37,7 +37,7 @@ def gemini(name: str = "", *, settings: Any = None, **options: Any) -> Any:
 
 
 @hookimpl
-def register_models(register):  # type: ignore[no-untyped-def]
+def register_models(register):
     register("openai", openai)
     register("openai-compatible", openai_compatible)
     register("anthropic", anthropic)

@@ -58,6 +58,6 @@ async def stream_answer(client: HTTPModelClient, protocol: str, url: str, header
 
 def _decoded(client: HTTPModelClient, decoder: Any, name: str, data: str) -> list[StreamEvent]:
     try:
-        return decoder.feed(name, data)  # type: ignore[no-any-return]
+        return decoder.feed(name, data)
     except json.JSONDecodeError:
         raise client._error("malformed stream: an event is not JSON", retryable=False) from None

@@ -199,7 +199,7 @@ class RunTrace:
     def _span(self, name: str, span_id: int, parent: int, start: int, end: int, attributes: dict[str, Any],
               status: Status | None = None, kind: SpanKind | None = None) -> None:
         from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
         root = self._root_context
         context = SpanContext(root.trace_id, span_id, False, TraceFlags(TraceFlags.SAMPLED), root.trace_state)
@@ -207,7 +207,8 @@ class RunTrace:
                                      root.trace_state)
         span = ReadableSpan(name=name, context=context, parent=parent_context, resource=self.resource,
                             attributes=attributes, kind=kind or SpanKind.INTERNAL, start_time=start, end_time=end,
-                            instrumentation_scope=self.scope, **({"status": status} if status else {}))
+                            instrumentation_scope=self.scope,
+                            status=Status(StatusCode.UNSET) if status is None else status)
         self.processor.on_end(span)
 
     def _end_attempt(self, attempt: _Attempt, task_id: str, key: tuple[str, int, int], status: str,

@@ -136,7 +136,7 @@ class RayExecutor(Executor):
         from agentcompass_ray.worker import NodeWorker
 
         extra = {k: v * node.slots for k, v in self._demand.items() if k not in ("CPU", "GPU")}
-        handle = ray.remote(NodeWorker).options(  # type: ignore[attr-defined]
+        handle = ray.remote(NodeWorker).options(
             num_cpus=self._demand.get("CPU", 0.0) * node.slots,
             num_gpus=self._demand.get("GPU", 0.0) * node.slots,
             resources=extra,

@@ -14,5 +14,5 @@ def _ray_executor(**options: Any) -> Any:
 
 
 @hookimpl
-def register_executors(register):  # type: ignore[no-untyped-def]
+def register_executors(register):
     register("ray", _ray_executor)

@@ -19,11 +19,11 @@ class ReportError(click.ClickException):
 
     exit_code = USAGE_EXIT
 
-    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+    def show(self, file=None) -> None:
         click.echo(f"Error: {self.format_message()}", err=True)
 
 
-def _redactor(paths: tuple[Path, ...], secrets_env: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _redactor(paths: tuple[Path, ...], secrets_env: tuple[str, ...]):
     import json
     import os
 
@@ -107,7 +107,7 @@ def _write(target: Path, html: str) -> None:
         raise ReportError(f"cannot write {target}: {exc.strerror or exc}; choose another --output") from None
 
 
-def _suite_report(path: Path, output: Path | None, caps, secrets_env: tuple[str, ...],  # type: ignore[no-untyped-def]
+def _suite_report(path: Path, output: Path | None, caps, secrets_env: tuple[str, ...],
                   baseline: str | None) -> None:
     """The leaderboard page, and each cell's run report (rewritten when the run changed since)."""
     from agentcompass.errors import AgentCompassError

@@ -269,7 +269,7 @@ class TelecomTools(ToolKit):
     def _customer(self, customer_id: Any) -> dict[str, Any]:
         for customer in self.db["customers"]:
             if customer["customer_id"] == customer_id:
-                return customer  # type: ignore[no-any-return]
+                return customer
         raise ValueError(f"Customer with ID {customer_id} not found")
 
     @tool("read", "Searches for customers by name and DOB. May return multiple matches if names are similar,\n\n"
@@ -283,7 +283,7 @@ class TelecomTools(ToolKit):
     def _find(self, table: str, key: str, value: Any, what: str) -> dict[str, Any]:
         for item in self.db[table]:
             if item[key] == value:
-                return item  # type: ignore[no-any-return]
+                return item
         raise ValueError(f"{what} {value} not found")
 
     def _get_line_by_phone(self, phone_number: Any) -> dict[str, Any]:
@@ -626,11 +626,11 @@ class TelecomUserTools(ToolKit):
 
     @property
     def device(self) -> dict[str, Any]:
-        return self.field("device")  # type: ignore[no-any-return]
+        return self.field("device")
 
     @property
     def surroundings(self) -> dict[str, Any]:
-        return self.field("surroundings")  # type: ignore[no-any-return]
+        return self.field("surroundings")
 
     # -- user info -------------------------------------------------------------------------------
 
