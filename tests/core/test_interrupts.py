@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.helpers.cli_processes import start_cli, wait_for
+from tests.helpers.cli_processes import read_jsonl, start_cli, wait_for
 
 
 @pytest.mark.parametrize("gap", [0.03, 0.3])
@@ -32,3 +32,32 @@ def test_a_second_ctrl_c_still_exits_130_says_the_truth_and_leaves_nothing(tmp_p
     assert sum(summary["status_counts"].values()) + summary["n_unfinished"] == summary["n_planned"] == 16
     leftover = [p for p in work.iterdir() if any(q.is_dir() for q in p.rglob("*"))]
     assert leftover == [], leftover
+
+
+def test_the_calls_of_an_attempt_cut_by_ctrl_c_are_recorded_and_counted(tmp_path):
+    """The calls of the attempt in flight at Ctrl-C (those finished, and the one cut mid-way) are in trajectories.jsonl
+    and in the usage of its CANCELLED record in attempts.jsonl, so the summary's usage counts them."""
+    run_dir = tmp_path / "run"
+    proc = start_cli("run", "example_interactive", "none", "mock", "-m", "latency=1", "-c", "1", "-o",
+                     str(run_dir), testing=False)
+    wait_for(lambda: (run_dir / "results.jsonl").exists() and (run_dir / "results.jsonl").read_text().strip(),
+             what="the first task's result")
+    time.sleep(1.5)  # the second task's first call has finished; its second is in flight
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    (cancelled,) = read_jsonl(run_dir / "attempts.jsonl")
+    assert cancelled["status"] == "CANCELLED"
+    key = (cancelled["task_id"], cancelled["trial"], cancelled["attempt"])
+    calls = [c for c in read_jsonl(run_dir / "trajectories.jsonl") if (c["task_id"], c["trial"], c["attempt"]) == key]
+    assert calls, "the cancelled attempt's calls are missing from trajectories.jsonl"
+    *finished, cut = calls  # (on a busy machine the first call may still be in flight too)
+    assert all(c["cut"] is None and c["completion_tokens"] > 0 for c in finished), finished
+    assert cut["cut"] and cut["prompt_tokens"] > 0, cut
+    usage = cancelled["usage"]["models"]["agent"]
+    assert usage["calls"] == len(calls)
+    assert usage["prompt_tokens"] == sum(c["prompt_tokens"] for c in calls)
+    assert usage["completion_tokens"] == sum(c["completion_tokens"] for c in calls)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["usage_retried"]["agent"]["calls"] == len(calls)
+    assert summary["usage"]["agent"]["calls"] == len(read_jsonl(run_dir / "trajectories.jsonl"))

@@ -323,7 +323,8 @@ class Runner:
         try:
             await resolved.executor.execute(queue, run.context)
         finally:
-            queue.record_cancelled()  # attempts an interruption (or a broken executor) left unreported
+            # Attempts an interruption (or a broken executor) left unreported, with the calls they made.
+            queue.record_cancelled(run.context.live_meters)
 
     async def _tear_down(self, run: _Run, gateway: ModelGateway) -> None:
         """Close every environment an attempt left open, the provider and the gateway: on every path, and never
