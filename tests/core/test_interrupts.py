@@ -11,7 +11,7 @@ import pytest
 from tests.helpers.cli_processes import read_jsonl, start_cli, wait_for
 
 
-@pytest.mark.parametrize("gap", [0.03, 0.3])
+@pytest.mark.parametrize("gap", [0.45, 0.6])  # past the echo window: a second Ctrl-C, not uv forwarding the first
 def test_a_second_ctrl_c_still_exits_130_says_the_truth_and_leaves_nothing(tmp_path, gap):
     run_dir, work = tmp_path / "run", tmp_path / "work"
     work.mkdir()
@@ -61,3 +61,23 @@ def test_the_calls_of_an_attempt_cut_by_ctrl_c_are_recorded_and_counted(tmp_path
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["usage_retried"]["agent"]["calls"] == len(calls)
     assert summary["usage"]["agent"]["calls"] == len(read_jsonl(run_dir / "trajectories.jsonl"))
+
+
+@pytest.mark.parametrize(("gap", "forced"), [(0.0, False), (0.05, False), (1.5, True)])
+def test_one_ctrl_c_forwarded_twice_is_one_but_a_later_second_one_is_a_second(tmp_path, gap, forced):
+    """``uv run`` forwards the SIGINT its child already got from the terminal: two SIGINTs within a moment are
+    one Ctrl-C (a graceful stop); a second one 1.5 s later, during the (slow) clean-up, is a second Ctrl-C."""
+    run_dir, work = tmp_path / "run", tmp_path / "work"
+    work.mkdir()
+    proc = start_cli("run", "scripted", "none", "mock", "-e", "counting", "-b", "n=2", "-b", "sleep=30", "-c", "2",
+                     "-o", str(run_dir), "--env-arg", f"root={work}", "--env-arg", "close_delay=3")
+    wait_for(lambda: len([p for p in work.rglob("*") if p.is_dir()]) >= 2, what="two live working directories")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(gap)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert stderr.count("SIGINT: stopping") == 1, stderr
+    assert ("SIGINT: still stopping" in stderr) is forced, stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["interrupted"] is True

@@ -35,6 +35,7 @@ import attrs
 from agentcompass.capacity import SharedCapacity
 from agentcompass.errors import AgentCompassError, ResultsError, UsageError, describe
 from agentcompass.exit_codes import ExitCode
+from agentcompass.interrupts import SignalEchoes
 from agentcompass.models.roles import build_clients, role_prices
 from agentcompass.plugins import PluginHost
 from agentcompass.resolve import NO_HARNESS, check_request, resolve
@@ -311,8 +312,11 @@ class SuiteRunner:
             yield
             return
         loop = asyncio.get_running_loop()
+        echoes = SignalEchoes()
 
         def received(sig: signal.Signals) -> None:
+            if echoes.is_echo(sig):  # one Ctrl-C forwarded twice (uv run)
+                return
             self._signals += 1
             if self._signals == 1:
                 for task in tasks:
