@@ -32,7 +32,7 @@ import attrs
 
 from agentcompass.attempts import AttemptQueue
 from agentcompass.capacity import SharedCapacity
-from agentcompass.errors import RunInterrupted, UsageError
+from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
@@ -52,14 +52,20 @@ from agentcompass.resolve import (
     task_timeouts,
 )
 from agentcompass.results.run_dir import LOGS, RunDirectory
-from agentcompass.results.summary import build_run_info, build_summary, contract_json, planned_work
+from agentcompass.results.summary import (
+    build_run_info,
+    build_summary,
+    contract_json,
+    earlier_invocations,
+    planned_work,
+)
 from agentcompass.run_modes import NewRun, Rescoring, ResumedRun, RunMode
 from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.executor import AttemptSpec
 from agentcompass.runtime.known_secrets import known_secrets, missing_secret_env
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
-from agentcompass.runtime.records import LiveFigures, ModelCallEvent, RunPlan, RunSummary, TaskEvent
+from agentcompass.runtime.records import Invocation, LiveFigures, ModelCallEvent, RunPlan, RunSummary, TaskEvent
 from agentcompass.runtime.remote_attempts import scrub_request
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec
 from agentcompass.serialization import unstructure
@@ -132,6 +138,8 @@ class _Run:
     attempts_used: dict[tuple[str, int], int] = attrs.field(factory=dict)
     access: GatewayModelAccess | None = None
     context: InProcessContext | None = None
+    #: The run's earlier invocations (a resumed run's), whose time its ``duration_s`` adds up.
+    earlier: tuple[Invocation, ...] = ()
 
 
 @attrs.define
@@ -225,6 +233,7 @@ class Runner:
         run.log = make_run_logger(store.stream(LOGS), store.redactor, run_id=run.request.run_id)
         with bound_run_logger(run.log):
             run.started_at = time.time()
+            run.earlier = self._earlier_invocations(run)
             self._plan_work(run)
             gateway = ModelGateway(model_ids(run.request), run_id=run.request.run_id, host=run.request.gateway_host,
                                    aliases=model_aliases(run.request))
@@ -243,6 +252,18 @@ class Runner:
             finally:
                 await self._tear_down(run, gateway)
             return self._finish(run)
+
+    @staticmethod
+    def _earlier_invocations(run: _Run) -> tuple[Invocation, ...]:
+        """What a resumed run's ``summary.json`` lists of its earlier invocations (none for a new run, or
+        when it has no readable summary: a run killed before writing one)."""
+        if not isinstance(run.mode, ResumedRun):
+            return ()
+        try:
+            previous = run.store.read_summary()
+        except ResultsError:
+            return ()
+        return earlier_invocations(previous, run.mode.previous)
 
     def _plan_work(self, run: _Run) -> None:
         """What the run is to do: its work, what of it is done, and the concurrency it can use."""
@@ -349,6 +370,7 @@ class Runner:
             # A budget or a fatal model error (bad credentials) stops scheduling; unrun tasks stay resumable.
             stopped_reason=access.stop_reason if access is not None else None,
             duration_s=time.time() - run.started_at, run_dir=str(store.path), attempts=store.attempt_results(),
+            started_at=run.started_at, earlier=run.earlier,
         )
         store.write_summary(summary, run.final)
         run.log.info("run.finished", status_counts=dict(summary.status_counts), interrupted=summary.interrupted,
