@@ -170,15 +170,18 @@ class BrokenBenchmark(BaseBenchmark):
 
 
 class CountingProvider(LocalProvider):
-    """The real local environment, counting opens and closes, optionally failing the first opens."""
+    """The real local environment, counting opens and closes, optionally failing the first opens or closing
+    slowly (``close_delay`` seconds)."""
 
     #: Every instance made, newest last, so tests can inspect the one a run used.
     instances: list[CountingProvider] = []
 
-    def __init__(self, fail_opens: str = "0", **options: Any) -> None:
+    def __init__(self, fail_opens: str = "0", close_delay: str = "0", **options: Any) -> None:
         super().__init__(**options)
         CountingProvider.instances.append(self)
         self.fail_opens = int(fail_opens)
+        #: Seconds each close takes (a slow clean-up, as a container's can be).
+        self.close_delay = float(close_delay)
         self.opened = 0
         self.closed = 0
         self.open_sessions: set[Any] = set()
@@ -198,6 +201,8 @@ class CountingProvider(LocalProvider):
     async def close(self, session):  # type: ignore[no-untyped-def]
         self.closed += 1
         self.open_sessions.discard(session)
+        if self.close_delay:
+            await asyncio.sleep(self.close_delay)
         await super().close(session)
 
 

@@ -186,3 +186,45 @@ def test_two_invocations_on_one_directory_never_run_a_cell_twice(tmp_path):
         logs = read_jsonl(out / name / "logs.jsonl") if (out / name / "logs.jsonl").exists() else []
         starts = [r for r in logs if r.get("event") == "run.started"]
         assert len(starts) <= 1 + ("resuming" in second.stderr)
+
+
+EDITABLE = """
+[defaults]
+model = "mock"
+benchmark = "example_interactive"
+harness = "none"
+limit = 2
+
+[[run]]
+name = "good"
+
+[[run]]
+name = "bad"
+model_args = {{ {bad} = "0" }}
+"""
+
+
+def test_a_cell_that_could_not_start_is_fixed_by_editing_the_suite_file_then_resuming(tmp_path):
+    suite, out = tmp_path / "suite.toml", tmp_path / "out"
+    suite.write_text(EDITABLE.format(bad="nonsense"))
+    first = cli("suite", "run", str(suite), "-o", str(out))
+    assert first.returncode == 1, first.stderr
+    assert "bad" in first.stderr and "nonsense" in first.stderr
+    assert f"fix its definition in {suite} first" in first.stderr, first.stderr
+    good_run = json.loads((out / "good" / "run.json").read_text())
+
+    # Edit both cells: the one that never started takes it, the one that ran keeps its recorded definition.
+    suite.write_text(EDITABLE.format(bad="error_rate").replace('limit = 2', 'limit = 2\nseed = 99', 1))
+    resumed = cli("suite", "run", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"cell bad: took the edited definition from {suite}" in resumed.stderr, resumed.stderr
+    assert "cell good: keeps its recorded definition" in resumed.stderr, resumed.stderr
+    board = show(out)
+    states = {c["name"]: c for b in board["benchmarks"] for c in b["cells"]}
+    assert set(states) == {"good", "bad"}
+    assert json.loads((out / "bad" / "run.json").read_text())["request"]["model_args"] == {"error_rate": "0"}
+    assert json.loads((out / "good" / "run.json").read_text())["request"]["seed"] == good_run["request"]["seed"]
+    record = json.loads((out / "suite.json").read_text())
+    cells = {c["name"]: c["options"] for c in record["cells"]}
+    assert cells["bad"]["model_args"] == {"error_rate": "0"} and "seed" not in cells["good"]
+    assert read_jsonl(out / "bad" / "results.jsonl")

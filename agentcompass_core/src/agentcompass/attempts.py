@@ -15,12 +15,14 @@ from typing import Any
 
 import attrs
 
+from agentcompass.models.metering import TaskMeter
 from agentcompass.plugins import PluginHost
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
 from agentcompass.runtime.records import TaskEvent
 from agentcompass.runtime.seeds import trial_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec, TaskStatus
+from agentcompass.serialization import unstructure
 
 
 @attrs.define
@@ -139,11 +141,22 @@ class AttemptQueue:
             trial=result.trial, status=result.status.value, error=error, metrics=dict(result.metrics),
         ))
 
-    def record_cancelled(self) -> None:
-        """Record every attempt still in flight as cancelled (the run was interrupted)."""
-        for spec in self._in_flight.values():
+    def record_cancelled(self, meters: Mapping[tuple[str, int, int], TaskMeter] | None = None) -> None:
+        """Record every attempt still in flight as cancelled (the run was interrupted), with the model calls
+        its meter (in ``meters``, by attempt key) holds: in ``trajectories.jsonl`` and in its usage, calls still
+        open cut with the tokens counted so far."""
+        for key, spec in self._in_flight.items():
+            meter = (meters or {}).get(key)
+            usage: dict[str, Any] = {}
+            if meter is not None:
+                meter.cut_open_calls("cancelled: the run was interrupted")
+                if meter.calls:
+                    self.store.append_trajectory(spec.task.task_id, spec.trial, spec.attempt,
+                                                 tuple(unstructure(c) for c in meter.calls))
+                    usage["models"] = meter.totals()
             self.store.append_attempt(RunResult(
                 task_id=spec.task.task_id, category=spec.task.category, status=TaskStatus.CANCELLED,
-                attempt=spec.attempt, trial=spec.trial, error="cancelled: the run was interrupted",
+                attempt=spec.attempt, trial=spec.trial, seed=spec.seed, error="cancelled: the run was interrupted",
+                usage=usage,
             ))
         self._in_flight.clear()

@@ -46,6 +46,7 @@ class InProcessContext(AttemptContext):
     def grant_remote(self, spec: AttemptSpec, gateway_url: str) -> HeadGrant:
         meter = self.models.open_meter(spec, self.on_model_call)  # the worker's calls are metered here
         granted = self.models.grant(meter)
+        self.live_meters[spec.key] = meter
         remote_endpoints = {role: replace(e, base_url=gateway_url) for role, e in granted.endpoints.items()}
         source = None
         if spec.rescore is not None and self.source_artifacts is not None:
@@ -67,7 +68,7 @@ class HeadGrant:
     _revoke: Callable[[], None]
 
     def finish(self, remote: RemoteOutcome) -> AttemptOutcome:
-        self._revoke()
+        self._end("the attempt ended before the call did")
         spec, outcome = self.spec, remote.outcome
         unpack_dir(remote.artifacts, self.context.artifacts_root(spec.task.task_id, spec.trial, spec.attempt))
         for previous, new in remote.transitions:
@@ -84,14 +85,21 @@ class HeadGrant:
         return AttemptOutcome(self._metered(result), retryable, self._trajectory(), outcome.prepared, unfinished)
 
     def fail(self, message: str, *, retryable: bool = True) -> AttemptOutcome:
-        self._revoke()
+        self._end(message)
         spec = self.spec
         result = RunResult(task_id=spec.task.task_id, category=spec.task.category, status=TaskStatus.RUN_ERROR,
                            error=message, error_phase="run")
         return AttemptOutcome(self._metered(result), retryable, self._trajectory(), None)
 
     def revoke(self) -> None:
+        """The attempt was cancelled: no outcome comes; the runner records its calls from ``live_meters``."""
         self._revoke()
+
+    def _end(self, why: str) -> None:
+        """Revoke the token and cut the calls still open (``why``): the outcome carries every call."""
+        self._revoke()
+        self.meter.cut_open_calls(why)
+        self.context.live_meters.pop(self.spec.key, None)
 
     def _metered(self, result: RunResult) -> RunResult:
         usage = {k: v for k, v in result.usage.items() if k != "models"}

@@ -3,6 +3,10 @@
 The first signal cancels the run's main task: scheduling stops, attempts in flight are cancelled and close
 their environments, finished results are kept. Every later signal is only reported (``on_signal``), so a
 second Ctrl-C cannot leave containers or a half-written summary behind.
+
+One Ctrl-C can arrive twice: under ``uv run`` (or any wrapper that forwards signals) the terminal sends SIGINT
+to the whole process group and the wrapper forwards its own copy a moment later. A signal of the same kind
+within :data:`ECHO_WINDOW_S` of the previous one is that echo: ignored, neither counted nor reported.
 """
 
 from __future__ import annotations
@@ -10,12 +14,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Callable
 from types import TracebackType
 
 import attrs
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Seconds within which a second signal of the same kind is the first one forwarded again (``uv run``), not a
+#: second Ctrl-C: far below how fast a person presses Ctrl-C twice on purpose.
+ECHO_WINDOW_S = 0.4
+
+
+@attrs.define
+class SignalEchoes:
+    """Tells a signal forwarded again by a wrapper (``uv run``) from a new one: the same kind of signal within
+    :data:`ECHO_WINDOW_S` of the last one that counted."""
+
+    _last: dict[signal.Signals, float] = attrs.field(factory=dict)
+
+    def is_echo(self, sig: signal.Signals) -> bool:
+        now, last = time.monotonic(), self._last.get(sig)
+        if last is not None and now - last < ECHO_WINDOW_S:
+            return True
+        self._last[sig] = now
+        return False
 
 
 @attrs.define
@@ -28,6 +51,7 @@ class Interrupts:
     count: int = 0
     _target: asyncio.Task[object] | None = None
     _installed: list[signal.Signals] = attrs.field(factory=list)
+    _echoes: SignalEchoes = attrs.field(factory=lambda: SignalEchoes())
 
     def __enter__(self) -> Interrupts:
         if not self.enabled:
@@ -61,6 +85,8 @@ class Interrupts:
         return self.count > 0
 
     def _received(self, sig: signal.Signals) -> None:
+        if self._echoes.is_echo(sig):
+            return
         self.count += 1
         if self.count == 1 and self._target is not None:
             self._target.cancel()

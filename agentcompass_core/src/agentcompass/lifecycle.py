@@ -28,7 +28,7 @@ import attrs
 
 from agentcompass.errors import InfrastructureError, describe
 from agentcompass.models.access import ModelAccess
-from agentcompass.models.metering import CallRecord, MeteredModel
+from agentcompass.models.metering import CallRecord, MeteredModel, TaskMeter
 from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
@@ -71,6 +71,9 @@ class AttemptContext:
     source_artifacts: Callable[[str, int, int], Path] | None = None
     #: Sessions open right now, closed by the runner's teardown if an attempt could not close them.
     live_sessions: set[EnvironmentSession] = attrs.field(factory=set)
+    #: The meter of every attempt in flight, by ``AttemptSpec.key``, until its outcome carries its calls: what
+    #: an attempt that never reports an outcome (cancelled, crashed) is recorded with.
+    live_meters: dict[tuple[str, int, int], TaskMeter] = attrs.field(factory=dict)
 
 
 @attrs.define
@@ -218,6 +221,7 @@ class TaskAttempt:
             base_env.update(endpoints["agent"].env())
         result: RunResult
         retryable = False
+        ctx.live_meters[spec.key] = self.meter
         try:
             try:
                 if spec.rescore is not None:
@@ -241,6 +245,9 @@ class TaskAttempt:
         finally:
             granted.revoke()
             await self._close_all()
+        # Calls still open (an agent's, through the gateway, when a timeout stopped its harness) end here.
+        self.meter.cut_open_calls("the attempt ended before the call did")
+        ctx.live_meters.pop(spec.key, None)
         self.timings["total"] = round(time.perf_counter() - started, 6)
         result = replace(
             result,

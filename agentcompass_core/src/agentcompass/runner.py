@@ -31,7 +31,7 @@ import attrs
 
 from agentcompass.attempts import AttemptQueue
 from agentcompass.capacity import SharedCapacity
-from agentcompass.errors import RunInterrupted, UsageError
+from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
@@ -52,14 +52,20 @@ from agentcompass.resolve import (
     task_timeouts,
 )
 from agentcompass.results.run_dir import LOGS, RunDirectory
-from agentcompass.results.summary import build_run_info, build_summary, contract_json, planned_work
+from agentcompass.results.summary import (
+    build_run_info,
+    build_summary,
+    contract_json,
+    earlier_invocations,
+    planned_work,
+)
 from agentcompass.run_modes import NewRun, Rescoring, ResumedRun, RunMode
 from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.executor import AttemptSpec
 from agentcompass.runtime.known_secrets import known_secrets, missing_secret_env
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
-from agentcompass.runtime.records import LiveFigures, ModelCallEvent, RunPlan, RunSummary, TaskEvent
+from agentcompass.runtime.records import Invocation, LiveFigures, ModelCallEvent, RunPlan, RunSummary, TaskEvent
 from agentcompass.runtime.remote_attempts import scrub_request
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec
 from agentcompass.serialization import unstructure
@@ -133,6 +139,8 @@ class _Run:
     attempts_used: dict[tuple[str, int], int] = attrs.field(factory=dict)
     access: GatewayModelAccess | None = None
     context: InProcessContext | None = None
+    #: The run's earlier invocations (a resumed run's), whose time its ``duration_s`` adds up.
+    earlier: tuple[Invocation, ...] = ()
 
 
 @attrs.define
@@ -228,6 +236,7 @@ class Runner:
         run.log = make_run_logger(store.stream(LOGS), store.redactor, run_id=run.request.run_id)
         with bound_run_logger(run.log):
             run.started_at = time.time()
+            run.earlier = self._earlier_invocations(run)
             self._plan_work(run)
             host = run.request.execution.gateway_host
             gateway = ModelGateway(dict(run.models.ids), run_id=run.request.run_id, host=host,
@@ -247,6 +256,18 @@ class Runner:
             finally:
                 await self._tear_down(run, gateway)
             return self._finish(run)
+
+    @staticmethod
+    def _earlier_invocations(run: _Run) -> tuple[Invocation, ...]:
+        """What a resumed run's ``summary.json`` lists of its earlier invocations (none for a new run, or
+        when it has no readable summary: a run killed before writing one)."""
+        if not isinstance(run.mode, ResumedRun):
+            return ()
+        try:
+            previous = run.store.read_summary()
+        except ResultsError:
+            return ()
+        return earlier_invocations(previous, run.mode.previous)
 
     def _plan_work(self, run: _Run) -> None:
         """What the run is to do: its work, what of it is done, and the concurrency it can use."""
@@ -327,7 +348,8 @@ class Runner:
         try:
             await resolved.executor.execute(queue, run.context)
         finally:
-            queue.record_cancelled()  # attempts an interruption (or a broken executor) left unreported
+            # Attempts an interruption (or a broken executor) left unreported, with the calls they made.
+            queue.record_cancelled(run.context.live_meters)
 
     async def _tear_down(self, run: _Run, gateway: ModelGateway) -> None:
         """Close every environment an attempt left open, the provider and the gateway: on every path, and never
@@ -352,6 +374,7 @@ class Runner:
             # A budget or a fatal model error (bad credentials) stops scheduling; unrun tasks stay resumable.
             stopped_reason=access.stop_reason if access is not None else None,
             duration_s=time.time() - run.started_at, run_dir=str(store.path), attempts=store.attempt_results(),
+            started_at=run.started_at, earlier=run.earlier,
         )
         store.write_summary(summary, run.final)
         run.log.info("run.finished", status_counts=dict(summary.status_counts), interrupted=summary.interrupted,

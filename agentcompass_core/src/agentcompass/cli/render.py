@@ -102,8 +102,18 @@ def summary_text(summary: RunSummary) -> str:
     usage = usage_text(summary)
     if usage:
         lines.append(usage)
+    lines.append(time_text(summary))
     lines.append(f"run directory: {summary.run_dir}")
     return "\n".join(lines)
+
+
+def time_text(summary: RunSummary) -> str:
+    """The run's time: the total over every invocation, and each when it was resumed."""
+    line = f"time: {summary.duration_s:.1f} s"
+    if len(summary.invocations) > 1:
+        each = ", ".join(f"{i.duration_s:.1f} s" for i in summary.invocations)
+        line += f" over {len(summary.invocations)} invocations ({each})"
+    return line
 
 
 def _ci(ci: tuple[float, float] | None) -> str:

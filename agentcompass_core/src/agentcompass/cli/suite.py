@@ -90,6 +90,12 @@ def suite_run(ctx: click.Context, suite_file: Path | None, output: Path | None, 
         if left:
             click.echo(f"{len(left)} cell(s) not finished ({', '.join(f'{c.name}: {c.state}' for c in left)}); "
                        f"finish them with: agentcompass suite run --resume {directory.path}", err=True)
+        unstarted = [c.name for c in left if (c.error or "").startswith("could not start")]
+        if unstarted:
+            source = directory.read().source
+            click.echo(f"{', '.join(unstarted)} could not start (see the error above): fix "
+                       f"{'its' if len(unstarted) == 1 else 'their'} definition in {source} first; a resume "
+                       "takes the edited definition of a cell that never started", err=True)
         click.echo(f"leaderboard page: agentcompass report {directory.path}", err=True)
     ctx.exit(outcome.exit_code)
 

@@ -366,6 +366,15 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
     started = False
     later: list[bytes] = []  # what is read for the record after the stream
     pending = b""
+
+    def streamed_chars() -> int:
+        """The answer's characters relayed so far (read now: the call is being cut before its end)."""
+        for name, data in parser.feed(b"".join(later)):
+            decoder.feed(name, data)
+        later.clear()
+        return decoder.assembler.chars
+
+    call.measure_with(streamed_chars)
     try:
         async with contextlib.aclosing(chunks):  # type: ignore[type-var]
             async for chunk in chunks:
@@ -389,7 +398,7 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
                 later.append(pending)
         tail = parser.feed(b"".join(later)) + parser.close()
     except DISCONNECTED:
-        call.fail(ConnectionResetError("the client disconnected in the middle of the stream"))
+        call.cut("the client disconnected in the middle of the stream")
         return stream
     except UpstreamStreamError as exc:  # the provider's error event: relayed already
         call.fail(exc)
@@ -402,6 +411,9 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
             await stream.write(encoder.error(mask(f"model {role!r} failed: {exc}"), kind))
             await stream.write_eof()
         return stream
+    except BaseException as exc:  # the gateway stopping: the call is cut, with what streamed so far
+        call.fail(exc)
+        raise
     try:  # the rest of the answer, for the record (the agent has it already, error events included)
         for name, data in tail:
             decoder.feed(name, data)

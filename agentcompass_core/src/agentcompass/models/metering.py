@@ -76,6 +76,10 @@ class CallRecord:
     source: str | None = None
     #: For a cache hit: what the call would have cost (``cost_usd`` is then 0).
     saved_cost_usd: float | None = None
+    #: Why the call was cut before its end (its attempt cancelled, timed out or lost, its client gone), or
+    #: ``None``. A cut call's tokens are those counted so far, estimated at :data:`CHARS_PER_TOKEN` characters
+    #: a token (the request's, and the answer's streamed so far): the provider never reported them.
+    cut: str | None = None
 
     def bound(self, redactor: Redactor | None, limit: int | None = None) -> None:
         """Cut the record to ``limit`` bytes of JSON (masking what is cut with ``redactor`` first)."""
@@ -247,6 +251,15 @@ class TaskMeter:
     on_call: Callable[[CallRecord], None] | None = None
     #: The first call nothing could answer (:class:`CallUnanswerable`, a replay miss): the attempt's error.
     unanswerable: str | None = None
+    #: Calls begun and not ended yet (:meth:`cut_open_calls` ends them when their attempt ends first).
+    open_calls: list[MeteredCall] = attrs.field(factory=list)
+
+    def cut_open_calls(self, why: str) -> None:
+        """Record every call still open as cut (``why``), with the tokens counted so far: called on every path
+        that ends an attempt (finished, timed out, cancelled, its worker lost), so no call that reached the
+        provider goes unrecorded or unbilled."""
+        for call in list(self.open_calls):
+            call.cut(why)
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per role: calls, prompt/completion tokens, summed latency, errors, and cost when priced."""
@@ -390,7 +403,7 @@ class MeteredModel(ModelClient):
         try:
             response = await self.inner.chat(messages, tools=tools, **params)
         except BaseException as exc:
-            call.fail(exc)
+            call.fail(exc)  # a cancellation cuts the call (tokens counted so far)
             raise
         call.finish(response)
         return response
@@ -422,7 +435,7 @@ class MeteredModel(ModelClient):
                     yield event
             call.finish(pieces.finish(self.model))  # a stream without its end: what came, as the answer
         except GeneratorExit:
-            call.fail(ConnectionResetError("the caller stopped reading the stream (client disconnected)"))
+            call.cut("the caller stopped reading the stream (client disconnected)")
             raise
         except BaseException as exc:
             call.fail(exc)
@@ -456,6 +469,24 @@ class MeteredCall:
         self.t0 = time.perf_counter()
         self.done = False
         self._read_request: RequestReader | None = None
+        #: Characters of the answer streamed so far (what a cut call's completion tokens are counted from).
+        self.chars = 0
+        self._measure: Callable[[], int] | None = None
+        model.meter.open_calls.append(self)
+
+    def measure_with(self, streamed_chars: Callable[[], int]) -> None:
+        """Count the answer streamed so far with ``streamed_chars()`` when the call is cut (for a relay that
+        reads the stream's events only later)."""
+        self._measure = streamed_chars
+
+    def _end(self) -> bool:
+        """Mark the call ended; False when it had ended already."""
+        if self.done:
+            return False
+        self.done = True
+        with contextlib.suppress(ValueError):
+            self.model.meter.open_calls.remove(self)
+        return True
 
     def first_piece(self) -> None:
         if self.record.ttft_s is None:
@@ -487,6 +518,7 @@ class MeteredCall:
     def progress(self, chars: int) -> None:
         """Check the budgets while a stream runs (the run's stop, and the task's tokens counting what has
         streamed so far at :data:`CHARS_PER_TOKEN` characters a token)."""
+        self.chars = max(self.chars, chars)
         meter = self.model.meter
         if meter.budget is not None:
             meter.budget.check()
@@ -503,9 +535,11 @@ class MeteredCall:
             self.record.source = source
 
     def fail(self, exc: BaseException) -> None:
-        if self.done:
+        if not isinstance(exc, Exception):  # cancelled (a timeout, an interrupt): the call is cut, not failed
+            self.cut(f"cancelled ({type(exc).__name__})")
             return
-        self.done = True
+        if not self._end():
+            return
         self._described()
         meter, record = self.model.meter, self.record
         record.latency_s = time.perf_counter() - self.t0
@@ -527,12 +561,46 @@ class MeteredCall:
                     meter.budget.stop(str(exc))
         self.model._keep(record)
 
-    def finish(self, response: ChatResponse) -> None:
+    def cut(self, why: str) -> None:
+        """End the call before its answer did: recorded with ``why`` and the tokens counted so far (the
+        request's and the answer's streamed characters, :data:`CHARS_PER_TOKEN` a token), billed as such."""
         if self.done:
             return
-        self.done = True
-        self._described()
+        streamed = self.chars
+        if self._measure is not None:
+            with contextlib.suppress(Exception):
+                streamed = max(streamed, self._measure())
+        if not self._end():
+            return
+        with contextlib.suppress(Exception):
+            self._described()
+        record = self.record
+        record.latency_s = time.perf_counter() - self.t0
+        record.error = record.cut = why
+        record.prompt_tokens = max(1, _size(record.messages) // CHARS_PER_TOKEN) if record.messages else 0
+        record.completion_tokens = streamed // CHARS_PER_TOKEN
+        self._bill(record.prompt_tokens, record.completion_tokens)
+        self.model._keep(record)
+
+    def _bill(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Count the call's tokens against the task's budget and its cost against the run's."""
         meter, record, role = self.model.meter, self.record, self.model.role
+        if role in BUDGETED_ROLES:
+            meter.tokens_used += prompt_tokens + completion_tokens
+        price = meter.prices.get(role)
+        if price is not None and record.source == "cache":  # paid for by the run that stored it
+            record.saved_cost_usd = price.cost(prompt_tokens, completion_tokens)
+            record.cost_usd = 0.0
+        elif price is not None:
+            record.cost_usd = price.cost(prompt_tokens, completion_tokens)
+            if meter.budget is not None:
+                meter.budget.add_cost(record.cost_usd)
+
+    def finish(self, response: ChatResponse) -> None:
+        if not self._end():
+            return
+        self._described()
+        record = self.record
         record.latency_s = time.perf_counter() - self.t0
         if self.record.stream and record.ttft_s is None:
             record.ttft_s = record.latency_s
@@ -545,14 +613,5 @@ class MeteredCall:
         record.reasoning_tokens = usage.reasoning_tokens
         record.finish_reason = response.finish_reason
         record.attempts = int((response.metadata or {}).get("attempts", 1))
-        if role in BUDGETED_ROLES:
-            meter.tokens_used += usage.total_tokens
-        price = meter.prices.get(role)
-        if price is not None and record.source == "cache":  # paid for by the run that stored it
-            record.saved_cost_usd = price.cost(usage.prompt_tokens, usage.completion_tokens)
-            record.cost_usd = 0.0
-        elif price is not None:
-            record.cost_usd = price.cost(usage.prompt_tokens, usage.completion_tokens)
-            if meter.budget is not None:
-                meter.budget.add_cost(record.cost_usd)
+        self._bill(usage.prompt_tokens, usage.completion_tokens)
         self.model._keep(record)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from agentcompass import __version__
 from agentcompass.runtime.metrics import MetricContract, aggregate
-from agentcompass.runtime.records import PlannedWork, RoleUsage, RunInfo, RunPlan, RunSummary
+from agentcompass.runtime.records import Invocation, PlannedWork, RoleUsage, RunInfo, RunPlan, RunSummary
 from agentcompass.runtime.types import RunRequest, RunResult, TaskSpec
 from agentcompass.serialization import unstructure
 
@@ -44,23 +44,44 @@ def build_summary(
     duration_s: float,
     run_dir: str,
     attempts: Iterable[RunResult] = (),
+    started_at: float | None = None,
+    earlier: Sequence[Invocation] = (),
 ) -> RunSummary:
     """The run's summary. Every planned (task, trial) of ``work`` without a final record is *unfinished*:
     counted in ``n_unfinished`` (overall and per category), never in a status or a figure. ``usage`` counts
-    the model calls of every attempt (``attempts``: the retried and cut-short ones) besides the final ones."""
+    the model calls of every attempt (``attempts``: the retried and cut-short ones) besides the final ones.
+    ``duration_s`` is this invocation's, begun at ``started_at`` (a timestamp; ``None``: no invocation to list);
+    the summary's is the total with the ``earlier`` invocations of the run (a resumed one's)."""
     results = [final[key] for t, trial in work if (key := (t.task_id, trial)) in final]
     unfinished = [t.category for t, trial in work if (t.task_id, trial) not in final]
     overall, metrics = aggregate(contract, results, unfinished)
     others = list(attempts)
+    invocations = tuple(earlier)
+    if started_at is not None:
+        invocations += (Invocation(datetime.fromtimestamp(started_at, UTC).isoformat(), round(duration_s, 3)),)
+        duration_s = 0.0
     return RunSummary(
         run_id=req.run_id, benchmark=req.benchmark, harness=req.harness, model=req.model,
         environment=req.environment, executor=req.execution.executor, n_tasks=len({t.task_id for t, _ in work}),
         trials=req.tasks.trials, seed=req.tasks.seed, n_finished=len(results),
         status_counts=dict(overall.status_counts), interrupted=interrupted, stopped_reason=stopped_reason,
         primary_metric=contract.primary, metrics=metrics, usage=role_usage([*results, *others]),
-        usage_retried=role_usage(others), duration_s=round(duration_s, 3), run_dir=run_dir,
-        n_planned=len(work), n_unfinished=len(unfinished),
+        usage_retried=role_usage(others), duration_s=round(duration_s + sum(i.duration_s for i in invocations), 3),
+        run_dir=run_dir, n_planned=len(work), n_unfinished=len(unfinished), invocations=invocations,
     )
+
+
+def earlier_invocations(previous: RunSummary | None, info: RunInfo | None) -> tuple[Invocation, ...]:
+    """The invocations a resumed run's ``summary.json`` lists (``previous``), for its total time; a summary
+    written before they were listed counts as one invocation, begun at ``run.json``'s last (re)start."""
+    if previous is None:
+        return ()
+    if previous.invocations:
+        return tuple(previous.invocations)
+    if not previous.duration_s:
+        return ()
+    started = (info.resumed_at[-1] if info.resumed_at else info.created_at) if info is not None else ""
+    return (Invocation(started, previous.duration_s),)
 
 
 def planned_work(req: RunRequest, work: Sequence[tuple[TaskSpec, int]]) -> PlannedWork:

@@ -201,13 +201,23 @@ class RoleUsage:
 
 
 @dataclass(frozen=True)
+class Invocation:
+    """One invocation of a run — its first, or a ``--resume`` — as ``summary.json`` lists them: when it started
+    (ISO 8601, UTC) and how long it took."""
+
+    started: str
+    duration_s: float
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """``summary.json``, and what the observer hook ``agentcompass_run_finished`` receives.
 
     ``status_counts`` counts the final results; planned (task, trial) results without one (an interrupted or
     stopped run) are ``n_unfinished`` of ``n_planned``, and every figure is over the finished ones only.
     ``usage`` counts every model call of every attempt (retried and cut-short ones included);
-    ``usage_retried`` is the part spent on attempts that did not give the final result.
+    ``usage_retried`` is the part spent on attempts that did not give the final result. ``duration_s`` is the
+    run's time over every invocation (``invocations``: the first and each ``--resume``, in order).
     """
 
     run_id: str
@@ -234,6 +244,7 @@ class RunSummary:
     n_planned: int = 0
     n_unfinished: int = 0
     usage_retried: Mapping[str, RoleUsage] = field(default_factory=dict)
+    invocations: tuple[Invocation, ...] = ()
 
     @property
     def unfinished(self) -> bool:

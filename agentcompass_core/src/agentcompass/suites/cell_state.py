@@ -103,6 +103,16 @@ class SuiteDirectory:
                              "writable --output") from None
         return record
 
+    def rewrite(self, record: SuiteRecord) -> None:
+        """Replace ``suite.json`` with ``record`` (a resume that took edited cells), atomically."""
+        tmp = self.state_dir / f"suite.json.{os.getpid()}.tmp"
+        try:
+            tmp.write_text(json.dumps(_record_json(record), indent=2) + "\n", encoding="utf-8")
+            os.replace(tmp, self.record_path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise SetupError(f"cannot write {self.record_path}: {exc.strerror or exc}") from None
+
     def read(self) -> SuiteRecord:
         if not self.path.is_dir():
             raise ResultsError(f"suite directory {self.path} does not exist")

@@ -11,7 +11,8 @@ What it does, in order:
    constructed (:func:`agentcompass.resolve.resolve`) — all before anything runs. A matrix cell pairing an
    ordinary benchmark with ``none`` (or a harness-free benchmark with a harness) is skipped with a note; any
    other problem makes the cell *failed* (it could not start), and the others go on;
-2. a new suite writes ``suite.json`` (a resume reads it: it runs the recorded cells, not the file again);
+2. a new suite writes ``suite.json`` (a resume reads it: it runs the recorded cells, save those that never
+   started, which take the suite file's edited definition: :mod:`agentcompass.suites.edits`);
 3. each cell runs as a :class:`~agentcompass.runner.Runner` into ``DIR/CELL`` — resumed when it already has a
    ``run.json`` — all at once, sharing one :class:`~agentcompass.capacity.SharedCapacity`. A cell is run only
    by the process holding its lock; a finished cell is never run again; a failed one is run again by a resume
@@ -35,6 +36,7 @@ import attrs
 from agentcompass.capacity import SharedCapacity
 from agentcompass.errors import AgentCompassError, ResultsError, UsageError, describe
 from agentcompass.exit_codes import ExitCode
+from agentcompass.interrupts import SignalEchoes
 from agentcompass.models.roles import build_clients
 from agentcompass.plugins import PluginHost
 from agentcompass.request_checks import check_request, raise_problems
@@ -55,6 +57,7 @@ from agentcompass.suites.cell_state import (
     SkippedCell,
     SuiteDirectory,
 )
+from agentcompass.suites.edits import SuiteEdits, suite_edits
 from agentcompass.suites.suite_file import FROM_MATRIX, Cell, SuitePlan
 
 #: Cell states a resume leaves alone.
@@ -142,9 +145,13 @@ class SuiteRunner:
     async def run(self, plan: SuitePlan | None) -> SuiteOutcome:
         """Run a new suite (``plan``), or resume the suite in :attr:`directory` (``plan=None``)."""
         directory = self.directory
+        edits = SuiteEdits({}, {})
         if plan is None:
             record = directory.read()
-            cells = list(record.cells)
+            edits = suite_edits(directory, record)  # cells that never started take the edited suite file's
+            cells = edits.apply(list(record.cells))
+            for name, note in edits.notes.items():
+                self.observer.cell_note(name, note)
         else:
             if directory.is_suite():
                 raise ResultsError(f"{directory.path} already holds a suite; finish it with: agentcompass "
@@ -162,13 +169,16 @@ class SuiteRunner:
             if state is not None and state.state in DONE_STATES:
                 outcomes[cell.name] = CellOutcome(cell.name, FINISHED, _summary_of(directory, cell.name))
                 continue
-            if state is not None and state.state == FAILED and state.failures > self.retries:
+            if state is not None and state.state == FAILED and state.failures > self.retries \
+                    and cell.name not in edits.cells:
                 outcomes[cell.name] = CellOutcome(cell.name, FAILED, error=f"{state.error} (failed {state.failures} "
                                                   f"times; --retries {self.retries} allows no more)")
                 self.observer.cell_note(cell.name, f"not run again: {outcomes[cell.name].error}")
                 continue
             try:
-                request, given, checked = await self._check(cell, source, base_dir)
+                request, given, checked = await self._check(
+                    cell, *((edits.source, Path(edits.source).parent) if cell.name in edits.cells else
+                            (source, base_dir)))
             except _Incompatible as exc:
                 skipped.append(SkippedCell(cell.name, str(exc)))
                 self.observer.cell_note(cell.name, f"skipped: {exc}")
@@ -182,6 +192,10 @@ class SuiteRunner:
             names = {s.name for s in skipped}
             record = directory.create(replace(plan, cells=tuple(kept.get(c.name, c) for c in plan.cells
                                                                 if c.name not in names)), skipped)
+        elif edits.cells:  # suite.json keeps what the edited cells now are
+            record = replace(record, cells=tuple(kept.get(c.name, c) if c.name in edits.cells else c
+                                                 for c in cells))
+            directory.rewrite(record)
         skipped_all = tuple(record.skipped) if plan is None else tuple(skipped)
         for name, error in failed_checks.items():
             outcomes[name] = self._cannot_start(name, error)
@@ -311,8 +325,11 @@ class SuiteRunner:
             yield
             return
         loop = asyncio.get_running_loop()
+        echoes = SignalEchoes()
 
         def received(sig: signal.Signals) -> None:
+            if echoes.is_echo(sig):  # one Ctrl-C forwarded twice (uv run)
+                return
             self._signals += 1
             if self._signals == 1:
                 for task in tasks:

@@ -196,7 +196,8 @@
       kv("Model roles", roles || null), kv("Environment", h.environment + (h.executor !== "local" ? " via " + h.executor : "")),
       kv("Seed", h.seed), kv("Trials per task", h.trials),
       kv("Started", h.created_at ? h.created_at.replace("T", " ").replace(/\.\d+/, "") : null),
-      kv("Duration", run.live ? "running (or stopped before its summary)" : fmtSeconds(s.duration_s)),
+      kv("Duration", run.live ? "running (or stopped before its summary)" : fmtSeconds(s.duration_s) +
+        ((s.invocations || []).length > 1 ? " over " + s.invocations.length + " invocations (resumed)" : "")),
       kv("Cost", unknown ? (cost ? "≥ " + fmtCost(cost) + " (some calls unpriced)" : "unknown (no prices for this model)") : fmtCost(cost || 0)),
       kv("Model calls · tokens", fmtInt(calls) + " · " + fmtInt(tokens) + retriedText(s.usage_retried || {})),
       kv("agentcompass · plugins", (h.agentcompass_version || "?") + " · " + (plugins || "–")),
