@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from agentcompass.runtime.benchmark import BaseBenchmark
@@ -16,6 +17,18 @@ from agentcompass.runtime.types import (
 )
 
 
+def check_options(harness: str, options: Mapping[str, Any], known: Iterable[str]) -> None:
+    """Raise :class:`~agentcompass.errors.UsageError` naming the options ``harness`` does not know and the ones
+    it does (``--harness-arg`` keys are never silently ignored)."""
+    from agentcompass.errors import UsageError
+
+    known = tuple(known)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        valid = f"valid options: {', '.join(known)}" if known else "it takes no options"
+        raise UsageError(f"unknown option(s) {', '.join(repr(o) for o in unknown)} for harness {harness!r}; {valid}")
+
+
 class BaseHarness:
     """Base class of every harness.
 
@@ -25,8 +38,13 @@ class BaseHarness:
     """
 
     name: ClassVar[str] = ""
+    #: The ``--harness-arg`` keys this harness takes: any other is refused (:func:`check_options`) when the
+    #: object is made. ``None``: the subclass checks its options itself.
+    known_options: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, **options: Any) -> None:
+        if self.known_options is not None:
+            check_options(self.name, options, self.known_options)
         self.options = options
         self.benchmark: BaseBenchmark | None = None
 
