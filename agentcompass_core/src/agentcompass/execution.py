@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from agentcompass.lifecycle import AttemptContext, TaskAttempt
-from agentcompass.models.metering import TaskMeter
+from agentcompass.models.metering import TaskMeter, limit_attempt
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec
 from agentcompass.runtime.phases import Phase
 from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteOutcome, pack_dir, scrub_request, unpack_dir
@@ -46,6 +46,7 @@ class InProcessContext(AttemptContext):
 
     def grant_remote(self, spec: AttemptSpec, gateway_url: str) -> HeadGrant:
         meter = TaskMeter(spec.task.task_id, spec.attempt, seed=spec.seed, trial=spec.trial)
+        limit_attempt(meter, self.harness)  # seam: the harness's per-attempt limits (attempt_limits)
         if self.on_model_call is not None:  # the worker's calls come through the gateway, metered here
             meter.on_call = functools.partial(self.on_model_call, spec)
         granted = self.models.grant(meter)

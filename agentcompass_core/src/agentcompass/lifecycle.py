@@ -29,7 +29,7 @@ import attrs
 
 from agentcompass.errors import InfrastructureError, describe
 from agentcompass.models.access import ModelAccess
-from agentcompass.models.metering import CallRecord, MeteredModel, TaskMeter
+from agentcompass.models.metering import CallRecord, MeteredModel, TaskMeter, limit_attempt
 from agentcompass.runtime.benchmark import BaseBenchmark, HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
@@ -143,6 +143,7 @@ class TaskAttempt:
         )
         self.prepared: PreparedTask | None = None
         self.meter = TaskMeter(task.task_id, attempt, seed=spec.seed, trial=spec.trial)
+        limit_attempt(self.meter, ctx.harness)  # seam: the harness's per-attempt limits (attempt_limits)
         if ctx.on_model_call is not None:
             self.meter.on_call = functools.partial(ctx.on_model_call, spec)
         self.timings: dict[str, float] = {}

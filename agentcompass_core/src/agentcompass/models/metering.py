@@ -218,6 +218,29 @@ class TaskMeter:
     on_call: Callable[[CallRecord], None] | None = None
     #: The first call nothing could answer (:class:`CallUnanswerable`, a replay miss): the attempt's error.
     unanswerable: str | None = None
+    # -- the harness's own limits (``BaseHarness.attempt_limits``): a seam of its own, set by
+    # :meth:`limit_agent` before the attempt starts; they count the ``agent`` role only.
+    #: Agent calls and agent tokens this attempt may use (``None``: no limit of the harness's).
+    agent_max_calls: int | None = None
+    agent_max_tokens: int | None = None
+    agent_calls: int = 0
+    agent_tokens: int = 0
+
+    def limit_agent(self, max_calls: int | None, max_tokens: int | None) -> None:
+        """Set the harness's limits of this attempt (``harness.attempt_limits()``)."""
+        self.agent_max_calls, self.agent_max_tokens = max_calls, max_tokens
+
+    def _check_agent(self, streamed_tokens: int = 0) -> None:
+        """Raise :class:`LimitReached` when the next agent call (or the stream going on) passes a limit of the
+        harness's."""
+        if self.agent_max_calls is not None and not streamed_tokens and self.agent_calls >= self.agent_max_calls:
+            raise LimitReached(f"limit reached: the harness's max_calls={self.agent_max_calls} agent calls per "
+                               f"attempt (change it with --harness-arg max_calls=N)", limit="max_calls")
+        used = self.agent_tokens + streamed_tokens
+        if self.agent_max_tokens is not None and used >= self.agent_max_tokens:
+            raise LimitReached(f"limit reached: the harness's max_tokens={self.agent_max_tokens} agent tokens per "
+                               f"attempt (used {used}; change it with --harness-arg max_tokens=N)",
+                               limit="max_tokens")
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per role: calls, prompt/completion tokens, summed latency, errors, and cost when priced."""
@@ -250,6 +273,9 @@ class TaskMeter:
                 f"limit reached: max_tokens_per_task={self.max_tokens} (used {self.tokens_used})",
                 limit="max_tokens_per_task",
             )
+        if role == "agent":
+            self._check_agent()
+            self.agent_calls += 1
 
     def unfinished(self) -> tuple[str | None, bool]:
         """Whether a failure outside the task cut this attempt short — a provider outage, or an error that
@@ -279,6 +305,15 @@ class TaskMeter:
         if why and result.status is TaskStatus.RUN_ERROR:
             return replace(result, error=why)
         return result
+
+
+def limit_attempt(meter: TaskMeter, harness: Any) -> None:
+    """The seam by which a harness's per-attempt limits reach the attempt's meter: ``harness.attempt_limits()``
+    (:class:`~agentcompass.runtime.harness.AttemptLimits`), when the attempt has a harness. Called where the
+    attempt's meter is made (the lifecycle; the head's meter of an attempt run elsewhere)."""
+    if harness is not None:
+        limits = harness.attempt_limits()
+        meter.limit_agent(limits.max_calls, limits.max_tokens)
 
 
 #: The counter of :meth:`TaskMeter.totals` each answer source adds to.
@@ -453,7 +488,9 @@ class MeteredCall:
     @property
     def counts_pieces(self) -> bool:
         """Whether :meth:`progress` needs the characters streamed so far (a task token budget applies)."""
-        return self.model.meter.max_tokens is not None and self.model.role in BUDGETED_ROLES
+        meter, role = self.model.meter, self.model.role
+        return (meter.max_tokens is not None and role in BUDGETED_ROLES) or (
+            meter.agent_max_tokens is not None and role == "agent")
 
     def progress(self, chars: int) -> None:
         """Check the budgets while a stream runs (the run's stop, and the task's tokens counting what has
@@ -466,6 +503,8 @@ class MeteredCall:
             if used >= meter.max_tokens:
                 raise LimitReached(f"limit reached: max_tokens_per_task={meter.max_tokens} (used about {used}, "
                                    "in the middle of a streamed answer)", limit="max_tokens_per_task")
+        if self.model.role == "agent":
+            meter._check_agent(streamed_tokens=max(1, chars // CHARS_PER_TOKEN))
 
     def note(self, metadata: Mapping[str, Any] | None) -> None:
         """Take what the answer says of itself: its ``source`` (``replay``, ``cache``, ``live``)."""
@@ -518,6 +557,8 @@ class MeteredCall:
         record.attempts = int((response.metadata or {}).get("attempts", 1))
         if role in BUDGETED_ROLES:
             meter.tokens_used += usage.total_tokens
+        if role == "agent":
+            meter.agent_tokens += usage.total_tokens
         price = meter.prices.get(role)
         if price is not None and record.source == "cache":  # paid for by the run that stored it
             record.saved_cost_usd = price.cost(usage.prompt_tokens, usage.completion_tokens)
