@@ -52,3 +52,20 @@ def test_the_live_status_line_has_done_running_errored_rate_eta_and_cost():
     line = progress.status_line()
     for part in ("done 3/10", "running 3", "errored 1", "/min", "ETA ", "cost 0.0125 USD"):
         assert part in line, line
+
+
+async def test_the_live_status_line_counts_the_runs_model_calls_and_tokens(tmp_path) -> None:
+    """A real run (example_interactive, the mock model) observed by the console: the status line's calls and
+    tokens are the run's (before, it showed neither, so a runaway agent spent unseen)."""
+    from agentcompass.plugins import load_plugins
+
+    host = load_plugins()
+    console = ConsoleReporter(enabled=False)
+    req = RunRequest(benchmark="example_interactive", harness="none", model="mock").with_options(limit=3)
+    with observing(host, console):
+        outcome = await Runner(host, req, run_dir=tmp_path / "r", handle_signals=False).run()
+    usage = outcome.summary.usage["agent"]
+    calls, tokens = usage.calls, usage.prompt_tokens + usage.completion_tokens
+    assert calls > 0 and tokens > 0
+    line = console.progress.status_line()
+    assert f"calls {calls:,}" in line and f"tokens {tokens:,}" in line, line

@@ -3,6 +3,7 @@ them), rewards, ``${VAR}`` templates, the local path mapping, and what a task's 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -216,7 +217,7 @@ def spec_of(tmp_path: Path, toml_text: str, dockerfile: str | None = "FROM pytho
     write_task(tmp_path / "t", "task", instruction="x", test="true\n", toml=toml_text, dockerfile=dockerfile)
     bench = HarborBenchmark(path=str(tmp_path / "t"), **options)
     task = next(iter(bench.load_tasks(REQUEST)))
-    return bench.environment_spec(task, REQUEST), task
+    return bench.environment_spec(task, replace(REQUEST, environment="docker")), task
 
 
 def test_the_environment_spec(tmp_path: Path) -> None:

@@ -207,3 +207,47 @@ async def test_nested_task_directories_and_rescoring_a_fresh_run(tmp_path: Path)
     assert rescored.returncode == 0, rescored.stderr
     summary = json.loads(rescored.stdout)
     assert summary["metrics"]["overall"]["reward"]["mean"] == 1.0
+
+
+def test_tasks_that_need_their_image_are_refused_on_local_before_any_work(tmp_path: Path) -> None:
+    """Before: the Dockerfile was ignored on `local`, the task ran without what it puts into the image and
+    scored 0 (exit 0). Now: one usage line naming the tasks and `--env docker`, nothing written."""
+    from agentcompass.exit_codes import ExitCode
+
+    from tests.harbor.taskdirs import DOCKERFILE
+    from tests.helpers.cli_processes import run_cli_subprocess
+
+    root = tmp_path / "tasks"
+    test = "test -f /app/data.txt\n"
+    write_task(root, "plain", instruction="Nothing.", test="echo 1 > /logs/verifier/reward.txt\n", solve="true\n")
+    write_task(root, "baked", instruction="Read /app/data.txt.", test=test,
+               dockerfile=DOCKERFILE + "RUN echo 42 > /app/data.txt\n")
+    write_task(root, "copied", instruction="Read /app/data.txt.", test=test,
+               dockerfile=DOCKERFILE + "COPY data.txt /app/data.txt\n", files={"environment/data.txt": "42\n"})
+    out = tmp_path / "run"
+    done = run_cli_subprocess("run", "harbor", "oracle", "mock", "-b", f"path={root}", "-o", str(out),
+                              testing=False)
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1, line
+    assert "2 task(s) need their image, which --env local cannot build" in line
+    assert "baked (environment/Dockerfile runs RUN)" in line and "copied (environment/Dockerfile runs COPY)" in line
+    assert "plain" not in line and "--env docker" in line
+    assert not out.exists()
+    # the task that needs no image still runs on its own
+    done = run_cli_subprocess("run", "harbor", "oracle", "mock", "-b", f"path={root}", "-t", "plain",
+                              "-o", str(out), testing=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("dockerfile", "fills"), [
+    ("FROM python:3.11-slim\nWORKDIR /app\nENV A=1\n", []),
+    ("FROM python:3.11-slim\n# RUN nothing\nRUN apt-get update && \\\n    RUN-like-word\nADD x /x\n", ["RUN", "ADD"]),
+    ("from python:3.11-slim\nrun true\ncopy a b\n", ["RUN", "COPY"]),
+])
+def test_which_dockerfiles_fill_their_image(tmp_path: Path, dockerfile: str, fills: list[str]) -> None:
+    from agentcompass_harbor.config import dockerfile_fills_image
+
+    path = tmp_path / "Dockerfile"
+    path.write_text(dockerfile)
+    assert dockerfile_fills_image(path) == fills

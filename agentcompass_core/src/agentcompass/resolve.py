@@ -201,6 +201,8 @@ def environment_specs(
     for task in tasks:
         try:
             spec = benchmark.environment_spec(task, req)
+        except UsageError:
+            raise  # the request asks for what the benchmark cannot give (a task's image on `local`)
         except Exception as exc:
             raise PluginError(
                 f"benchmark {req.benchmark!r} has no environment for task {task.task_id!r}: {describe(exc)}"

@@ -308,7 +308,8 @@ class Runner:
             base_url, gateway_env = provider.gateway_address(
                 host=gateway.host, port=gateway.port, unix_socket=gateway.unix_socket
             )
-        access = run.access = GatewayModelAccess.for_request(req, run.models, run.clients, gateway, base_url)
+        limits = resolved.harness.attempt_limits() if resolved.harness is not None else None
+        access = run.access = GatewayModelAccess.for_request(req, run.models, run.clients, gateway, base_url, limits)
         capacity = self.capacity
         if capacity is not None:
             access.budget.pool = capacity.cost

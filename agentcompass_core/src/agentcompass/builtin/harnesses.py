@@ -13,6 +13,7 @@ class NoHarness(BaseHarness):
     """``none``: no external harness. The runtime calls ``Benchmark.run_task`` instead of ``run``."""
 
     name = "none"
+    known_options = ()
 
     def check_compatible(self, benchmark: BaseBenchmark) -> None:
         if not isinstance(benchmark, HarnessFreeBenchmark):
@@ -26,6 +27,7 @@ class NopHarness(BaseHarness):
     """``nop``: does nothing and reports completion — the floor any agent should beat."""
 
     name = "nop"
+    known_options = ()
 
     async def run(
         self, task: TaskSpec, prepared: PreparedTask, req: RunRequest, plan: ExecutionPlan,
@@ -38,6 +40,7 @@ class OracleHarness(BaseHarness):
     """``oracle``: applies the benchmark's reference solution — the ceiling, and a check of the scorer."""
 
     name = "oracle"
+    known_options = ()
 
     def check_compatible(self, benchmark: BaseBenchmark) -> None:
         # Unlike agent harnesses, the oracle also runs benchmarks that drive their own loop: their reference

@@ -7,13 +7,17 @@ It behaves like a very literal tool-using agent, so offline demos produce a real
   user message, preferring tools with more name words, and fills the arguments from that message: a
   parameter ending in ``_id`` takes the first ``<prefix>_<digits>`` token, an ``enum`` parameter the enum
   value that occurs, another string parameter the next unused quoted string;
-* when no tool fits, or a required argument cannot be filled, it acknowledges the message in text.
+* when no tool fits, or a required argument cannot be filled, it acknowledges the message in text;
+* once the conversation holds ``max_turns`` of its own replies (default 10), it gives a final answer in text
+  (``"Final answer: ..."``) and never calls a tool again: a conversation it cannot drive (an agent whose loop
+  it does not understand) is handed an end rather than kept going. An agent that goes on asking after a final
+  answer is stopped by its harness's per-attempt limits (``LIMIT_REACHED``).
 
-Options (``--model-arg``): ``latency`` seconds per call (e.g. ``0.1``); ``error_rate`` P in [0, 1]: with
-probability P a call that would call a tool answers in text instead ("I cannot do that."), drawn from the
-call's ``seed`` (the runtime passes each (task, trial)'s seed), so trials differ and a run with the same
-``--seed`` answers the same way. The usual generation settings (``temperature``, ``top_p``, ``max_tokens``,
-...) are accepted and have no effect; anything else is a usage error.
+Options (``--model-arg``): ``latency`` seconds per call (e.g. ``0.1``); ``max_turns`` (see above);
+``error_rate`` P in [0, 1]: with probability P a call that would call a tool answers in text instead ("I cannot
+do that."), drawn from the call's ``seed`` (the runtime passes each (task, trial)'s seed), so trials differ and
+a run with the same ``--seed`` answers the same way. The usual generation settings (``temperature``, ``top_p``,
+``max_tokens``, ...) are accepted and have no effect; anything else is a usage error.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from typing import Any
 from agentcompass.errors import UsageError
 from agentcompass.runtime.models import ChatResponse, ModelClient, Usage
 
-OPTIONS = ("latency", "error_rate")
+OPTIONS = ("latency", "error_rate", "max_turns")
+#: Replies of its own in a conversation after which the mock answers with a final text answer only.
+DEFAULT_MAX_TURNS = 10
 #: Generation settings other providers take; the mock accepts them, so a command line works with either.
 IGNORED_SETTINGS = frozenset({
     "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "presence_penalty",
@@ -41,6 +47,13 @@ _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (a list of content parts joined)."""
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in content)
+    return str(content or "")
 
 
 def count_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
@@ -89,8 +102,8 @@ class MockModel(ModelClient):
     #: It takes a ``seed`` generation setting (the runtime then passes each trial's seed).
     accepts_seed = True
 
-    def __init__(self, model: str = "", latency: float | str = 0.0, error_rate: float | str = 0.0, *,
-                 settings: Any = None, **options: Any) -> None:
+    def __init__(self, model: str = "", latency: float | str = 0.0, error_rate: float | str = 0.0,
+                 max_turns: int | str = DEFAULT_MAX_TURNS, *, settings: Any = None, **options: Any) -> None:
         unknown = sorted(set(options) - IGNORED_SETTINGS)
         if unknown:
             raise UsageError(
@@ -110,6 +123,12 @@ class MockModel(ModelClient):
             self.error_rate = -1.0
         if not 0.0 <= self.error_rate <= 1.0:
             raise UsageError(f"model 'mock': error_rate must be a probability from 0 to 1, got {error_rate!r}")
+        try:
+            self.max_turns = int(str(max_turns))
+        except ValueError:
+            self.max_turns = 0
+        if self.max_turns < 1:
+            raise UsageError(f"model 'mock': max_turns must be a whole number of at least 1, got {max_turns!r}")
         self.calls = 0
 
     async def chat(
@@ -141,6 +160,8 @@ class MockModel(ModelClient):
     def _reply(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> dict:
         last = messages[-1] if messages else {"role": "user", "content": ""}
         content = str(last.get("content") or "")
+        if sum(1 for m in messages if m.get("role") == "assistant") >= self.max_turns:
+            return {"role": "assistant", "content": f"Final answer: {_text(content)[:200]}"}
         if last.get("role") == "tool":
             return {"role": "assistant", "content": f"Done: {content[:200]}"}
         picked = _pick_tool(tools, content) if tools else None

@@ -1,6 +1,6 @@
-"""Progress on stderr. The run directory first; then, on a terminal, one live status line (done / running /
-errored / rate / ETA / cost so far); one plain line per finished task when stderr is not a terminal or when
-asked (``--task-lines``); the warnings a run has for the user, and what a Ctrl-C does.
+"""Progress on stderr. The run directory first; then, on a terminal, one live status line (done / running / errored /
+rate / ETA / model calls and tokens so far / cost so far); one plain line per finished task when stderr is not a
+terminal or when asked (``--task-lines``); the warnings a run has for the user, and what a Ctrl-C does.
 
 The console is an observer of the same hooks every plugin sees (pytest's terminal output is a plugin too):
 :class:`ConsoleReporter` implements them and draws with :class:`Progress`; the CLI registers it on the run's
@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from agentcompass.hookspecs import hookimpl
-from agentcompass.runtime.records import LiveFigures, TaskEvent
+from agentcompass.runtime.records import LiveFigures, ModelCallEvent, TaskEvent
 from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
 
 
@@ -45,6 +45,9 @@ class Progress:
         self._done_here = 0
         self._started = time.monotonic()
         self._figures: Callable[[], LiveFigures] | None = None
+        #: Model calls ended so far in this process's run, and their tokens (prompt and completion).
+        self.calls = 0
+        self.tokens = 0
 
     def start(self, total: int, already_done: int, trials: int = 1, run_dir: str | None = None,
               figures: Callable[[], LiveFigures] | None = None) -> None:
@@ -65,7 +68,7 @@ class Progress:
             self._live.start()
 
     def status_line(self) -> str:
-        """``done 3/22  running 2  errored 1  rate 4.1/min  ETA 1:05  cost 0.0123 USD``."""
+        """``done 3/22  running 2  errored 1  rate 4.1/min  ETA 1:05  calls 41  tokens 52,310  cost 0.0123 USD``."""
         figures = self._figures() if self._figures is not None else LiveFigures(0)
         running, cost = figures.in_flight, figures.cost_usd
         elapsed = max(time.monotonic() - self._started, 1e-9)
@@ -73,7 +76,7 @@ class Progress:
         left = self.total - self.done
         eta = _duration(left / (rate / 60)) if self._done_here and left > 0 else "-"
         parts = [f"done {self.done}/{self.total}", f"running {running}", f"errored {self.errored}",
-                 f"rate {rate:.1f}/min", f"ETA {eta}"]
+                 f"rate {rate:.1f}/min", f"ETA {eta}", f"calls {self.calls:,}", f"tokens {self.tokens:,}"]
         if cost is not None:
             parts.append(f"cost {cost:.4f} USD")
         return "  ".join(parts)
@@ -82,6 +85,10 @@ class Progress:
         from rich.text import Text
 
         return Text(self.status_line())
+
+    def model_call(self, tokens: int) -> None:
+        self.calls += 1
+        self.tokens += tokens
 
     def task_done(self, result: RunResult, done: int, total: int) -> None:
         self.done, self.total = done, total
@@ -123,6 +130,10 @@ class ConsoleReporter:
         result = RunResult(task_id=event.task_id, status=TaskStatus(event.status), attempt=event.attempt,
                            trial=event.trial, metrics=dict(event.metrics), error=event.error)
         progress.task_done(result, progress.done + 1, progress.total)
+
+    @hookimpl
+    def agentcompass_model_call(self, event: ModelCallEvent) -> None:
+        self.progress.model_call(event.prompt_tokens + event.completion_tokens)
 
     @hookimpl
     def agentcompass_run_warning(self, message: str) -> None:

@@ -30,6 +30,7 @@ from agentcompass.models.call_key import recorded_params, request_key, tool_dige
 from agentcompass.models.prices import Price
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.attempt_spec import AttemptSpec
+from agentcompass.runtime.harness import AttemptLimits
 from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, StreamEvent
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError
 from agentcompass.runtime.types import RunResult, TaskStatus
@@ -201,6 +202,8 @@ class MeterPolicy:
     :param redactor: masks the run's secrets in what a record cuts.
     :param records_calls: keep call records (False on a remote worker: the head's meter records every call it
         relays).
+    :param limits: the harness's own limits of each attempt (``BaseHarness.attempt_limits()``), ``None`` for
+        none (a run without a harness).
     """
 
     budget: RunBudget | None = None
@@ -208,6 +211,7 @@ class MeterPolicy:
     prices: Mapping[str, Price | None] = attrs.field(factory=dict)
     redactor: Redactor | None = None
     records_calls: bool = True
+    limits: AttemptLimits | None = None
 
     def meter(self, spec: AttemptSpec, on_call: Callable[[AttemptSpec, CallRecord], None] | None = None
               ) -> TaskMeter:
@@ -215,6 +219,8 @@ class MeterPolicy:
         return TaskMeter(spec.task.task_id, spec.attempt, seed=spec.seed, trial=spec.trial, budget=self.budget,
                          max_tokens=self.max_tokens, prices=dict(self.prices), redactor=self.redactor,
                          records_calls=self.records_calls,
+                         agent_max_calls=self.limits.max_calls if self.limits is not None else None,
+                         agent_max_tokens=self.limits.max_tokens if self.limits is not None else None,
                          on_call=functools.partial(on_call, spec) if on_call is not None else None)
 
 
@@ -261,6 +267,26 @@ class TaskMeter:
         for call in list(self.open_calls):
             call.cut(why)
 
+    # -- the harness's own limits (``BaseHarness.attempt_limits``, from the run's :class:`MeterPolicy`); they
+    # count the ``agent`` role only.
+    #: Agent calls and agent tokens this attempt may use (``None``: no limit of the harness's).
+    agent_max_calls: int | None = None
+    agent_max_tokens: int | None = None
+    agent_calls: int = 0
+    agent_tokens: int = 0
+
+    def _check_agent(self, streamed_tokens: int = 0) -> None:
+        """Raise :class:`LimitReached` when the next agent call (or the stream going on) passes a limit of the
+        harness's."""
+        if self.agent_max_calls is not None and not streamed_tokens and self.agent_calls >= self.agent_max_calls:
+            raise LimitReached(f"limit reached: the harness's max_calls={self.agent_max_calls} agent calls per "
+                               f"attempt (change it with --harness-arg max_calls=N)", limit="max_calls")
+        used = self.agent_tokens + streamed_tokens
+        if self.agent_max_tokens is not None and used >= self.agent_max_tokens:
+            raise LimitReached(f"limit reached: the harness's max_tokens={self.agent_max_tokens} agent tokens per "
+                               f"attempt (used {used}; change it with --harness-arg max_tokens=N)",
+                               limit="max_tokens")
+
     def totals(self) -> dict[str, dict[str, float]]:
         """Per role: calls, prompt/completion tokens, summed latency, errors, and cost when priced."""
         out: dict[str, dict[str, float]] = {}
@@ -292,6 +318,9 @@ class TaskMeter:
                 f"limit reached: max_tokens_per_task={self.max_tokens} (used {self.tokens_used})",
                 limit="max_tokens_per_task",
             )
+        if role == "agent":
+            self._check_agent()
+            self.agent_calls += 1
 
     def unfinished(self) -> tuple[str | None, bool]:
         """Whether a failure outside the task cut this attempt short — a provider outage, or an error that
@@ -513,7 +542,9 @@ class MeteredCall:
     @property
     def counts_pieces(self) -> bool:
         """Whether :meth:`progress` needs the characters streamed so far (a task token budget applies)."""
-        return self.model.meter.max_tokens is not None and self.model.role in BUDGETED_ROLES
+        meter, role = self.model.meter, self.model.role
+        return (meter.max_tokens is not None and role in BUDGETED_ROLES) or (
+            meter.agent_max_tokens is not None and role == "agent")
 
     def progress(self, chars: int) -> None:
         """Check the budgets while a stream runs (the run's stop, and the task's tokens counting what has
@@ -527,6 +558,8 @@ class MeteredCall:
             if used >= meter.max_tokens:
                 raise LimitReached(f"limit reached: max_tokens_per_task={meter.max_tokens} (used about {used}, "
                                    "in the middle of a streamed answer)", limit="max_tokens_per_task")
+        if self.model.role == "agent":
+            meter._check_agent(streamed_tokens=max(1, chars // CHARS_PER_TOKEN))
 
     def note(self, metadata: Mapping[str, Any] | None) -> None:
         """Take what the answer says of itself: its ``source`` (``replay``, ``cache``, ``live``)."""
@@ -587,6 +620,8 @@ class MeteredCall:
         meter, record, role = self.model.meter, self.record, self.model.role
         if role in BUDGETED_ROLES:
             meter.tokens_used += prompt_tokens + completion_tokens
+        if role == "agent":
+            meter.agent_tokens += prompt_tokens + completion_tokens
         price = meter.prices.get(role)
         if price is not None and record.source == "cache":  # paid for by the run that stored it
             record.saved_cost_usd = price.cost(prompt_tokens, completion_tokens)

@@ -24,6 +24,7 @@ from agentcompass.models.metering import CallRecord, MeterPolicy, TaskMeter
 from agentcompass.models.prices import Price, PriceTable
 from agentcompass.plugins import PluginHost
 from agentcompass.runtime.attempt_spec import AttemptSpec
+from agentcompass.runtime.harness import AttemptLimits
 from agentcompass.runtime.model_providers import ProviderSettings, settings_from_request
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.types import MODEL_ROLES, RunRequest
@@ -134,21 +135,25 @@ class GatewayModelAccess:
     budget: RunBudget = attrs.field(factory=RunBudget)
     #: Decorators of each attempt's clients (``--replay``, ``--cache``).
     sources: tuple[CallSource, ...] = ()
+    #: The harness's own limits of each attempt (``BaseHarness.attempt_limits()``), if the run has a harness.
+    limits: AttemptLimits | None = None
     policy: MeterPolicy = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.gateway.add_secrets(self.clients.values())
         self.policy = MeterPolicy(budget=self.budget, max_tokens=self.budget.max_tokens_per_task,
-                                  prices=dict(self.models.prices), redactor=self.gateway.redactor)
+                                  prices=dict(self.models.prices), redactor=self.gateway.redactor,
+                                  limits=self.limits)
 
     @classmethod
     def for_request(cls, req: RunRequest, models: RunModels, clients: Mapping[str, ModelClient],
-                    gateway: ModelGateway, base_url: str) -> GatewayModelAccess:
+                    gateway: ModelGateway, base_url: str, limits: AttemptLimits | None = None
+                    ) -> GatewayModelAccess:
         """The access a run of ``req`` grants: its budget (``--max-cost``, ``--max-tokens-per-task``, retried
-        attempts) and its answer sources (``--replay``, ``--cache``)."""
+        attempts), its answer sources (``--replay``, ``--cache``) and the harness's ``limits`` per attempt."""
         budget = RunBudget(max_cost=req.budget.max_cost, max_tokens_per_task=req.budget.max_tokens_per_task,
                            retries=req.schedule.retries)
-        return cls(clients, gateway, base_url, models, budget, call_sources(req, models.roles))
+        return cls(clients, gateway, base_url, models, budget, call_sources(req, models.roles), limits)
 
     @property
     def prices_known(self) -> bool:

@@ -19,7 +19,7 @@ import path works, whose body only hands names on (:mod:`agentcompass.runtime.re
 
 from agentcompass.runtime.benchmark import BaseBenchmark, EvaluationEnvironmentMode, HarnessFreeBenchmark
 from agentcompass.runtime.environment import EnvironmentDemand, EnvironmentProvider, EnvironmentSession
-from agentcompass.runtime.harness import BaseHarness
+from agentcompass.runtime.harness import AttemptLimits, BaseHarness
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
 from agentcompass.runtime.records import RunSummary, TaskEvent
@@ -37,6 +37,7 @@ from agentcompass.runtime.types import (
 )
 
 __all__ = [
+    "AttemptLimits",
     "BaseBenchmark",
     "BaseHarness",
     "ChatResponse",

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from agentcompass.errors import InfrastructureError, UsageError
 from agentcompass.runtime import (
+    AttemptLimits,
     BaseHarness,
     EnvironmentSession,
     EnvironmentSpec,
@@ -46,6 +47,7 @@ from agentcompass.runtime import (
     TaskSpec,
     TaskStatus,
 )
+from agentcompass.runtime.harness import LIMIT_OPTIONS, limits_from_options
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.options import boolean
 
@@ -55,7 +57,10 @@ from agentcompass_agents.install import DEFAULT_BUILDER, Installer, stderr_progr
 
 log = get_logger(plugin="agents")
 
-COMMON_OPTIONS = ("version", "timeout", "grace", "args", "bin", "progress", "builder", "max_turns")
+COMMON_OPTIONS = ("version", "timeout", "grace", "args", "bin", "progress", "builder", "max_turns", *LIMIT_OPTIONS)
+#: Every installed agent's limits per task attempt unless ``--harness-arg max_calls=`` / ``max_tokens=`` say
+#: otherwise (``0``: none): an agent its model cannot steer to an end (a loop) stops there as ``LIMIT_REACHED``.
+DEFAULT_LIMITS = AttemptLimits(max_calls=200, max_tokens=4_000_000)
 TIME_LIMIT_KEY = "agent_timeout_sec"
 AGENT_DIR = "/tmp/agentcompass/agent"
 FALLBACK_AGENT_DIR = ".agentcompass/agent"
@@ -121,6 +126,7 @@ class InstalledAgent(BaseHarness):
     agent_options: ClassVar[tuple[str, ...]] = ()
     #: Exit statuses by which the agent says it ran out of the time it was told.
     out_of_time_statuses: ClassVar[tuple[int, ...]] = ()
+    default_limits: ClassVar[AttemptLimits] = DEFAULT_LIMITS
 
     def __init__(self, **options: Any) -> None:
         known = COMMON_OPTIONS + self.agent_options
@@ -141,9 +147,13 @@ class InstalledAgent(BaseHarness):
         except ValueError as exc:
             raise UsageError(f"harness {self.name!r}: args={options.get('args')!r}: {exc}") from None
         self.bin = str(options.get("bin") or "")
+        self.limits = limits_from_options(self.name, options, self.default_limits)
         self.progress = boolean(f"harness {self.name!r}: option", "progress", options.get("progress", "true"))
         self.installer = Installer(builder=str(options.get("builder") or DEFAULT_BUILDER),
                                    progress=stderr_progress if self.progress else None)
+
+    def attempt_limits(self) -> AttemptLimits:
+        return self.limits
 
     # -- what subclasses provide ----------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 
 from agentcompass_harbor import catalog, scripts
+from agentcompass_harbor import config as config_module
 from agentcompass_harbor.config import HarborTask
 from agentcompass_harbor.layout import CONTAINER, WORKDIR, Layout
 from agentcompass_harbor.rewards import PRIMARY, RewardError, read_rewards
@@ -77,6 +78,8 @@ NETWORK_MODES = ("task", "on", "off")
 LAYOUTS = ("auto", CONTAINER, WORKDIR)
 DEFAULT_WORKDIR = "/app"
 DEFAULT_IMAGE = "python:3.11-slim"
+#: Environments that run tasks without their images (so cannot build a task's Dockerfile).
+IMAGELESS_ENVIRONMENTS = frozenset({"local"})
 #: The verifier's time is cut this much short of the evaluate phase's timeout, so that a verifier that runs
 #: too long ends as a verifier timeout with its output kept, not as a phase timeout without it.
 EVALUATE_SLACK = 15.0
@@ -174,7 +177,34 @@ class HarborBenchmark(BaseBenchmark):
             return False
         return not (self.image_mode == "prebuilt" and task.config.docker_image)
 
+    def needs_image(self, task: HarborTask) -> str | None:
+        """Why ``task`` cannot run without its image (its Dockerfile puts something into it, or it names a
+        prebuilt image), or ``None``."""
+        if self._builds(task):
+            assert task.dockerfile is not None
+            filled = config_module.dockerfile_fills_image(task.dockerfile)
+            return f"environment/Dockerfile runs {', '.join(dict.fromkeys(filled))}" if filled else None
+        if task.config.docker_image:
+            return f"it runs in the image {task.config.docker_image}"
+        return None
+
+    def _refuse_imageless(self, req: RunRequest) -> None:
+        """On an environment without images (``local``): a usage error naming every selected task that needs
+        its image, before any work — never a task run without it that scores 0."""
+        wanted = set(req.tasks.task_ids) if req.tasks.task_ids else None
+        needing = [(task_id, why) for task_id, resolved in self._tasks.items()
+                   if (wanted is None or task_id in wanted) and (why := self.needs_image(resolved.task))]
+        if not needing:
+            return
+        named = "; ".join(f"{task_id} ({why})" for task_id, why in needing[:5])
+        more = f"; and {len(needing) - 5} more" if len(needing) > 5 else ""
+        raise UsageError(
+            f"harbor: {len(needing)} task(s) need their image, which --env {req.environment} cannot build: "
+            f"{named}{more}. Run them with --env docker (or leave them out with -t TASK_ID)")
+
     def environment_spec(self, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
+        if req.environment in IMAGELESS_ENVIRONMENTS:
+            self._refuse_imageless(req)
         resolved = self._task(task)
         harbor, config = resolved.task, resolved.task.config
         network = config.network_mode != "no-network" if self.network == "task" else self.network == "on"

@@ -371,6 +371,31 @@ def find_task_dirs(path: Path) -> list[tuple[str, Path]]:
     return found
 
 
+#: Dockerfile instructions that put something into the image: a task whose Dockerfile has one needs its image.
+IMAGE_CONTENT_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD", "ONBUILD"})
+
+
+def dockerfile_fills_image(dockerfile: Path) -> list[str]:
+    """The instructions of ``dockerfile`` that put something into its image (``RUN``, ``COPY``, ``ADD``), each
+    as its first word, in order: empty when the Dockerfile only names a base image and settings (``FROM``,
+    ``WORKDIR``, ``ENV``, ...), which an environment without images can stand in for."""
+    try:
+        lines = dockerfile.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    found: list[str] = []
+    continued = False
+    for raw in lines:
+        line = raw.strip()
+        was_continued, continued = continued, line.endswith("\\")
+        if not line or line.startswith("#") or was_continued:
+            continue
+        word = line.split(None, 1)[0].upper()
+        if word in IMAGE_CONTENT_INSTRUCTIONS:
+            found.append(word)
+    return found
+
+
 def dockerfile_workdir(dockerfile: Path) -> str | None:
     """The working directory the Dockerfile's final stage sets (its last ``WORKDIR``), when it can be known
     without building: ``None`` for a stage that sets none or uses a variable."""

@@ -18,7 +18,8 @@ Those end the task ``COMPLETED`` (the benchmark scores whatever the agent left).
   removed (see :mod:`agentcompass_harnesses.context`);
 * ``time_limit`` — the task's own time limit (``task.data["agent_timeout_sec"]``) passed.
 
-Options (``--harness-arg key=value``): ``max_turns`` (default 30), ``command_timeout`` (seconds per ``bash``
+Options (``--harness-arg key=value``): ``max_turns`` (default 30), ``max_tokens`` (tokens per attempt, default
+1,000,000, ``0``: no limit; past it the attempt ends as ``LIMIT_REACHED``), ``command_timeout`` (seconds per ``bash``
 call, default 120), ``system_prompt`` (text, or ``@FILE`` to read it from a file; ``{workdir}`` and
 ``{command_timeout}`` in it are replaced), ``max_output`` (characters of one tool output the model sees,
 default 16000), ``max_context_chars`` (the conversation's size before old tool outputs are removed, default
@@ -34,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agentcompass.runtime import (
+    AttemptLimits,
     BaseHarness,
     EnvironmentSession,
     ExecutionPlan,
@@ -44,6 +46,7 @@ from agentcompass.runtime import (
     TaskSpec,
     TaskStatus,
 )
+from agentcompass.runtime.harness import limits_from_options
 from agentcompass.runtime.logs import get_logger
 
 from agentcompass_harnesses import common
@@ -64,7 +67,10 @@ yourself. When the task is done, call submit."""
 NUDGE = ("You replied without calling a tool. Go on with the task using the tools, and call submit with your "
          "final answer when it is done.")
 
-OPTIONS = ("max_turns", "command_timeout", "system_prompt", "max_output", "max_context_chars")
+OPTIONS = ("max_turns", "max_tokens", "command_timeout", "system_prompt", "max_output", "max_context_chars")
+#: Tokens (prompt and completion) one attempt's model calls may use unless ``max_tokens=`` says otherwise
+#: (``0``: no limit); past them the attempt ends as ``LIMIT_REACHED``. ``max_turns`` bounds its calls.
+DEFAULT_LIMITS = AttemptLimits(max_tokens=1_000_000)
 #: Times one turn's call is retried after shrinking the conversation for a context overflow.
 OVERFLOW_RETRIES = 6
 
@@ -73,6 +79,7 @@ class ReactHarness(BaseHarness):
     """The ``react`` harness. See the module's documentation."""
 
     name: ClassVar[str] = "react"
+    default_limits: ClassVar[AttemptLimits] = DEFAULT_LIMITS
 
     def __init__(self, **options: Any) -> None:
         common.check_options(self.name, options, OPTIONS)
@@ -85,8 +92,13 @@ class ReactHarness(BaseHarness):
                                                      integer=True))
         self.max_context_chars = int(common.positive_number(
             self.name, "max_context_chars", options.get("max_context_chars", 400_000), integer=True))
+        self.limits = limits_from_options(self.name, {k: v for k, v in options.items() if k == "max_tokens"},
+                                          self.default_limits)
         self.system_prompt = (common.text_or_file(self.name, "system_prompt", options["system_prompt"])
                               if "system_prompt" in options else DEFAULT_SYSTEM_PROMPT)
+
+    def attempt_limits(self) -> AttemptLimits:
+        return self.limits
 
     async def run(
         self,
