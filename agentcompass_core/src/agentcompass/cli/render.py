@@ -8,6 +8,12 @@ from typing import TYPE_CHECKING, Any
 from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
 from agentcompass.runtime.statistics import TOO_FEW_TASKS
 
+#: Characters of an error on a console task line (shortened around what it says differs:
+#: :mod:`agentcompass.shortening`).
+CONSOLE_ERROR = 240
+#: Characters of an error in a table's cell (``results show --tasks``).
+TABLE_ERROR = 120
+
 if TYPE_CHECKING:
     from agentcompass.results.comparison import Comparison
 

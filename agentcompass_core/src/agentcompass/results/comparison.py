@@ -5,9 +5,9 @@ the **paired difference** B - A. Pairing is by task: each task's value is its me
 (errored trials count as 0), ``d_i = b_i - a_i``, and the difference's standard error is the standard error of
 the mean of the ``d_i`` (``sqrt(var(d) / n)``, sample variance), so the trials of a task stay one cluster. The
 95% interval is ``mean(d) ± t(0.975, n - 1) · SE``, clipped to the widest difference the metric's bounds allow
-(declared, or [0, 1] for a metric whose every value lies in it); each run's own interval is the one ``summary.json`` gives
-(:func:`agentcompass.runtime.statistics.mean_interval`). Tasks where B is better, worse or equal are counted
-from the ``d_i``.
+(declared, or [0, 1] for a metric whose every value lies in it); each run's own interval is the one
+``summary.json`` gives (:func:`agentcompass.runtime.statistics.mean_interval`). Tasks where B is better, worse
+or equal are counted from the ``d_i``.
 
 Public API: plugins that show comparisons (the report) call :func:`load_run` and :func:`compare`, so every view
 of a comparison gives the numbers ``results compare`` prints.

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from agentcompass import hookimpl
 from agentcompass.errors import UsageError
+from agentcompass.shortening import shorten
 
 if TYPE_CHECKING:
     from agentcompass.runtime.records import ModelCallEvent, RunSummary, TaskEvent
@@ -93,7 +94,7 @@ def _ns(seconds: float) -> int:
 def _cut(text: str | None) -> str | None:
     if text is None:
         return None
-    return text if len(text) <= MAX_ERROR else text[:MAX_ERROR] + "…"
+    return shorten(text, MAX_ERROR)
 
 
 def _primary_metric(run_dir: str) -> str | None:
