@@ -3,7 +3,7 @@ clause that says what differs kept."""
 
 from __future__ import annotations
 
-from agentcompass.shortening import ELLIPSIS, shorten
+from agentcompass.runtime.shortening import ELLIPSIS, shorten
 from hypothesis import given
 from hypothesis import strategies as st
 

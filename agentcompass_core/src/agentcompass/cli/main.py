@@ -149,7 +149,7 @@ def results_show(run_dir: Path, as_json: bool, show_tasks: bool, task_id: str | 
         emit_json(data)
         return
     from agentcompass.cli.render import TABLE_ERROR, summary_text, table
-    from agentcompass.shortening import shorten
+    from agentcompass.runtime.shortening import shorten
 
     click.echo(summary_text(summary))
     if show_tasks:

@@ -18,8 +18,8 @@ import click
 from agentcompass.cli.render import CONSOLE_ERROR
 from agentcompass.hookspecs import hookimpl
 from agentcompass.runtime.records import LiveFigures, TaskEvent
+from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
-from agentcompass.shortening import shorten
 
 
 def task_label(result: RunResult, trials: int = 1) -> str:

@@ -9,7 +9,7 @@ from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
 from agentcompass.runtime.statistics import TOO_FEW_TASKS
 
 #: Characters of an error on a console task line (shortened around what it says differs:
-#: :mod:`agentcompass.shortening`).
+#: :mod:`agentcompass.runtime.shortening`).
 CONSOLE_ERROR = 240
 #: Characters of an error in a table's cell (``results show --tasks``).
 TABLE_ERROR = 120

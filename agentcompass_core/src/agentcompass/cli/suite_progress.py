@@ -18,7 +18,7 @@ import click
 from agentcompass import hookimpl
 from agentcompass.cli.render import CONSOLE_ERROR
 from agentcompass.runtime.records import TaskEvent
-from agentcompass.shortening import shorten
+from agentcompass.runtime.shortening import shorten
 from agentcompass.suites.cell_state import FAILED, FINISHED
 from agentcompass.suites.scheduler import CellOutcome
 

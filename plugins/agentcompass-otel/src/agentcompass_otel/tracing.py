@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from agentcompass import hookimpl
 from agentcompass.errors import UsageError
-from agentcompass.shortening import shorten
+from agentcompass.runtime.shortening import shorten
 
 if TYPE_CHECKING:
     from agentcompass.runtime.records import ModelCallEvent, RunSummary, TaskEvent

@@ -17,8 +17,8 @@ from typing import Any
 
 from agentcompass.run_directory import Key, RunReader
 from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json
+from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunResult, TaskStatus
-from agentcompass.shortening import shorten
 
 from agentcompass_report.conversation import REPORT_CAPS, Caps, capped, conversation
 
