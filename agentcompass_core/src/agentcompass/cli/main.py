@@ -198,19 +198,23 @@ def env_group() -> None:
 @click.option("--run-id", default=None, help="Only what this run left behind.")
 @click.pass_context
 def env_prune(ctx: click.Context, environment: str, run_id: str | None) -> None:
-    """Remove environments that killed runs left behind."""
+    """Remove environments that killed runs left behind (never those of a run still going)."""
     import asyncio
 
     from agentcompass.models.gateway import prune_socket_dirs
+    from agentcompass.runtime.environment import PruneReport
 
     host = plugin_host(ctx)
     with cli_errors():
         provider = host.factory("environment", environment)()
-        removed = asyncio.run(provider.prune(run_id))
+        outcome = asyncio.run(provider.prune(run_id))
         sockets = prune_socket_dirs(run_id)
+    report = outcome if isinstance(outcome, PruneReport) else PruneReport(int(outcome))
     scope = f"run {run_id}" if run_id else "all runs"
-    click.echo(f"removed {removed} {environment} environment(s) of {scope}"
+    click.echo(f"removed {report.removed} {environment} environment(s) of {scope}"
                + (f" and {sockets} model-gateway socket director{'y' if sockets == 1 else 'ies'}" if sockets else ""))
+    for line in report.skipped:
+        click.echo(f"kept {line}")
 
 
 def main() -> None:
