@@ -142,3 +142,22 @@ def test_messages_name_a_benchmark_by_its_registered_name_even_when_its_class_ha
     proc = run_cli_subprocess("run", "seed_interactive", "nop", "mock", "-o", str(tmp_path / "r"))
     assert proc.returncode == 2
     assert "benchmark 'seed_interactive' drives its own loop" in proc.stderr, proc.stderr
+
+
+def test_every_option_of_every_command_has_help(host):
+    """Issue 32, item 15: no option shows an empty line in ``--help`` (the bundled plugins' commands included)."""
+    import click
+
+    host.add_commands(cli)
+    empty = []
+
+    def walk(command: click.Command, path: str) -> None:
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden and not (param.help or "").strip():
+                empty.append(f"{path} {'/'.join(param.opts)}")
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk(sub, f"{path} {name}")
+
+    walk(cli, "agentcompass")
+    assert empty == []

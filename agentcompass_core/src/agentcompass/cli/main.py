@@ -80,8 +80,9 @@ def tasks_group() -> None:
 
 @tasks_group.command("list")
 @click.argument("benchmark")
-@click.option("--benchmark-arg", "-b", multiple=True, metavar="KEY=VALUE")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--benchmark-arg", "-b", multiple=True, metavar="KEY=VALUE",
+              help="An option of the benchmark (repeatable), as for run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON on stdout.")
 @click.pass_context
 def tasks_list(ctx: click.Context, benchmark: str, benchmark_arg: tuple[str, ...], as_json: bool) -> None:
     """List the tasks of BENCHMARK."""
@@ -118,7 +119,7 @@ results_group.add_command(compare_command)
 
 @results_group.command("show")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary (and tasks) as JSON on stdout.")
 @click.option("--tasks", "show_tasks", is_flag=True,
               help="Also list every task's final status (errors shortened to one line).")
 @click.option("--task", "task_id", default=None, metavar="TASK_ID",
@@ -194,7 +195,8 @@ def env_group() -> None:
 
 
 @env_group.command("prune")
-@click.option("--env", "-e", "environment", default="docker", show_default=True)
+@click.option("--env", "-e", "environment", default="docker", show_default=True,
+              help="The environment provider whose left-overs to remove.")
 @click.option("--run-id", default=None, help="Only what this run left behind.")
 @click.pass_context
 def env_prune(ctx: click.Context, environment: str, run_id: str | None) -> None:

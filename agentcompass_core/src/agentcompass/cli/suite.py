@@ -99,7 +99,7 @@ def suite_run(ctx: click.Context, suite_file: Path | None, output: Path | None, 
 @click.option("--baseline", default=None, metavar="CELL",
               help="The cell the paired differences are against (default: the suite file's baseline, else each "
                    "benchmark's first cell).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON on stdout.")
 def suite_show(suite_dir: Path, baseline: str | None, as_json: bool) -> None:
     """Show the leaderboard of SUITE_DIR: per benchmark, every cell's mean ± CI, pass^k, errors, tokens, cost,
     time and its paired difference against the baseline. Nothing in SUITE_DIR is changed."""
