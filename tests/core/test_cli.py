@@ -161,3 +161,28 @@ def test_every_option_of_every_command_has_help(host):
 
     walk(cli, "agentcompass")
     assert empty == []
+
+
+def test_the_offline_mock_costs_nothing_and_counts_are_in_words(host, tmp_path):
+    """Issue 32, item 15: the mock has a price (0), so its cost is 0 and not unknown; "1 call", not "1 calls"."""
+    from agentcompass.cli.render import usage_text
+    from agentcompass.models.prices import PriceTable
+    from agentcompass.runtime.records import RunMetrics, RunSummary
+
+    assert PriceTable().lookup("mock") is not None and PriceTable().lookup("mock").cost(10, 10) == 0
+    assert PriceTable().lookup("mockingbird") is None  # only the mock provider, not a name like it
+    result = invoke(host, "run", "example_interactive", "none", "mock", "-n", "1", "-o", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    usage = json.loads((tmp_path / "r" / "summary.json").read_text())["usage"]["agent"]
+    assert usage["cost_usd"] == 0
+    assert ", 0.0000 USD" in result.stderr + result.stdout
+    one = RunSummary(run_id="r", benchmark="b", harness="h", model="m", environment="local", n_tasks=1,
+                     n_finished=1, status_counts={"COMPLETED": 1}, primary_metric="score",
+                     metrics=RunMetrics(overall={}), usage={"agent": _usage(calls=1, prompt_tokens=1, completion_tokens=0)})
+    assert usage_text(one) == "usage — agent: 1 call, 1 token"
+
+
+def _usage(**fields):
+    from agentcompass.runtime.records import RoleUsage
+
+    return RoleUsage(**fields)

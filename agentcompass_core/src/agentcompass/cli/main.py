@@ -103,7 +103,9 @@ def tasks_list(ctx: click.Context, benchmark: str, benchmark_arg: tuple[str, ...
     from agentcompass.cli.render import table
 
     click.echo(table(["task_id", "category"], [[t.task_id, t.category or "-"] for t in tasks]))
-    click.echo(f"{len(tasks)} tasks")
+    from agentcompass.runtime.wording import counted
+
+    click.echo(counted(len(tasks), "task"))
 
 
 # -- results ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import click
 
 from agentcompass.cli.common import emit_json, observing, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors
+from agentcompass.runtime.wording import counted
 
 
 @click.group("suite")
@@ -66,7 +67,7 @@ def suite_run(ctx: click.Context, suite_file: Path | None, output: Path | None, 
             n_cells = len(plan.cells)
     host = plugin_host(ctx)
     console = SuiteConsole(n_cells, task_lines=task_lines)
-    click.echo(f"suite directory: {directory.path}  ({n_cells} cells; leaderboard: agentcompass suite show "
+    click.echo(f"suite directory: {directory.path}  ({counted(n_cells, 'cell')}; leaderboard: agentcompass suite show "
                f"{directory.path})", err=True)
 
     def on_signal(name: str, count: int) -> None:
