@@ -186,3 +186,17 @@ def _usage(**fields):
     from agentcompass.runtime.records import RoleUsage
 
     return RoleUsage(**fields)
+
+
+def test_results_compare_shows_metric_labels(host, tmp_path):
+    """Issue 32, item 15: ``results compare`` names metrics by their labels, as the summary and report do."""
+    for name in ("a", "b"):
+        done = invoke(host, "run", "example_interactive", "none", "mock", "-n", "2", "--seed", "1",
+                      "-o", str(tmp_path / name))
+        assert done.exit_code == 0, done.output
+    shown = invoke(host, "results", "compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert shown.exit_code == 0, shown.output
+    row = [ln for ln in shown.stdout.splitlines() if ln.startswith(("Reward", "score"))]
+    assert len(row) == 1 and row[0].startswith("Reward "), shown.stdout
+    data = json.loads(invoke(host, "results", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json").stdout)
+    assert data[0]["metrics"][0]["metric"] == "score" and data[0]["metrics"][0]["label"] == "Reward"

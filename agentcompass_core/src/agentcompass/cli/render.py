@@ -118,8 +118,8 @@ def _ci(ci: tuple[float, float] | None) -> str:
 
 
 def comparison_text(c: Comparison) -> str:
-    rows = [[m.metric, m.category or "all", m.n_tasks, _fmt(m.a.mean), _fmt(m.b.mean), f"{m.difference:+.4f}",
-             _ci(m.ci95), f"{m.b_better}/{m.b_worse}/{m.equal}"] for m in c.metrics]
+    rows = [[m.label or m.metric, m.category or "all", m.n_tasks, _fmt(m.a.mean), _fmt(m.b.mean),
+             f"{m.difference:+.4f}", _ci(m.ci95), f"{m.b_better}/{m.b_worse}/{m.equal}"] for m in c.metrics]
     head = f"{c.b} against {c.a} ({c.benchmark}, {c.n_shared_tasks} shared tasks): B − A, paired by task"
     return head + "\n" + table(["metric", "category", "tasks", "A mean", "B mean", "B − A", "95% CI",
                                 "B better/worse/equal"], rows)

@@ -50,6 +50,8 @@ class MetricComparison:
     b_better: int
     b_worse: int
     equal: int
+    #: The metric's label in the contract (what the summary and the report show), else its name.
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str],
     return MetricComparison(
         metric=name, category=category, n_tasks=d.n_tasks, a=_side(a, name, tasks), b=_side(b, name, tasks),
         difference=d.difference, stderr=d.stderr, ci95=d.ci95, b_better=d.b_better, b_worse=d.b_worse,
-        equal=d.equal,
+        equal=d.equal, label=(a.contract or b.contract).label(name) if (a.contract or b.contract) else name,
     )
 
 
