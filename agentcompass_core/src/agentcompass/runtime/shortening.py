@@ -28,6 +28,8 @@ HEAD_SHARE = 0.6
 #: Of the room a shortened text has, the share its head gets when a ``keep`` clause is too long to keep whole
 #: (the clause has the rest, itself shortened to its head and its tail).
 CONTEXT_SHARE = 0.25
+#: A head shorter than this is left out (``"… "`` and the clause) rather than shown as a fragment.
+MIN_HEAD = 12
 #: Narrower than this, a text is cut at ``width`` characters and nothing more is attempted.
 MIN_WIDTH = 8
 
@@ -44,7 +46,7 @@ def shorten(text: object, width: int, *, keep: Sequence[str] = KEY_CLAUSES) -> s
         clause = flat[at:]
         room = width - len(JOIN) - len(clause)
         if room >= 0:
-            head = _head(flat[:at].rstrip(), room)
+            head = _head(flat[:at].rstrip(), room) if room >= MIN_HEAD else ""
             return f"{head}{JOIN}{clause}" if head else f"{ELLIPSIS} {clause}"
         head = _head(flat[:at].rstrip(), int((width - len(JOIN)) * CONTEXT_SHARE))
         if not head:
