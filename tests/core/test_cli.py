@@ -142,3 +142,61 @@ def test_messages_name_a_benchmark_by_its_registered_name_even_when_its_class_ha
     proc = run_cli_subprocess("run", "seed_interactive", "nop", "mock", "-o", str(tmp_path / "r"))
     assert proc.returncode == 2
     assert "benchmark 'seed_interactive' drives its own loop" in proc.stderr, proc.stderr
+
+
+def test_every_option_of_every_command_has_help(host):
+    """Issue 32, item 15: no option shows an empty line in ``--help`` (the bundled plugins' commands included)."""
+    import click
+
+    host.add_commands(cli)
+    empty = []
+
+    def walk(command: click.Command, path: str) -> None:
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden and not (param.help or "").strip():
+                empty.append(f"{path} {'/'.join(param.opts)}")
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk(sub, f"{path} {name}")
+
+    walk(cli, "agentcompass")
+    assert empty == []
+
+
+def test_the_offline_mock_costs_nothing_and_counts_are_in_words(host, tmp_path):
+    """Issue 32, item 15: the mock has a price (0), so its cost is 0 and not unknown; "1 call", not "1 calls"."""
+    from agentcompass.cli.render import usage_text
+    from agentcompass.models.prices import PriceTable
+    from agentcompass.runtime.records import RunMetrics, RunSummary
+
+    assert PriceTable().lookup("mock") is not None and PriceTable().lookup("mock").cost(10, 10) == 0
+    assert PriceTable().lookup("mockingbird") is None  # only the mock provider, not a name like it
+    result = invoke(host, "run", "example_interactive", "none", "mock", "-n", "1", "-o", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    usage = json.loads((tmp_path / "r" / "summary.json").read_text())["usage"]["agent"]
+    assert usage["cost_usd"] == 0
+    assert ", 0.0000 USD" in result.stderr + result.stdout
+    one = RunSummary(run_id="r", benchmark="b", harness="h", model="m", environment="local", n_tasks=1,
+                     n_finished=1, status_counts={"COMPLETED": 1}, primary_metric="score",
+                     metrics=RunMetrics(overall={}), usage={"agent": _usage(calls=1, prompt_tokens=1, completion_tokens=0)})
+    assert usage_text(one) == "usage — agent: 1 call, 1 token"
+
+
+def _usage(**fields):
+    from agentcompass.runtime.records import RoleUsage
+
+    return RoleUsage(**fields)
+
+
+def test_results_compare_shows_metric_labels(host, tmp_path):
+    """Issue 32, item 15: ``results compare`` names metrics by their labels, as the summary and report do."""
+    for name in ("a", "b"):
+        done = invoke(host, "run", "example_interactive", "none", "mock", "-n", "2", "--seed", "1",
+                      "-o", str(tmp_path / name))
+        assert done.exit_code == 0, done.output
+    shown = invoke(host, "results", "compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert shown.exit_code == 0, shown.output
+    row = [ln for ln in shown.stdout.splitlines() if ln.startswith(("Reward", "score"))]
+    assert len(row) == 1 and row[0].startswith("Reward "), shown.stdout
+    data = json.loads(invoke(host, "results", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json").stdout)
+    assert data[0]["metrics"][0]["metric"] == "score" and data[0]["metrics"][0]["label"] == "Reward"

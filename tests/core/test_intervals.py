@@ -158,3 +158,60 @@ def test_console_summary_json_and_report_show_the_same_bounded_interval(tmp_path
 
     recomputed = live_summary(files, contract_of(files.info))["metrics"]["overall"]["score"]["ci95"]
     assert list(recomputed) == pytest.approx([low, high])
+
+
+# Issue 32, item 4: a metric whose values are shares never gets an interval outside [0, 1], even when its
+# contract declares no bounds (SWE-bench's fail_to_pass once got [-1.10, 1.77]).
+
+def _results(groups, name="share"):
+    return [RunResult(task_id=f"t{i}", status=TaskStatus.COMPLETED, metrics={name: x}, trial=j)
+            for i, g in enumerate(groups) for j, x in enumerate(g)]
+
+
+@given(unit_clusters)
+def test_an_undeclared_metric_whose_values_are_shares_stays_in_the_unit_interval(groups):
+    contract = make_metric_contract("share")  # no bounds declared
+    assert contract.bounds == {}
+    overall, _ = aggregate(contract, _results(groups))
+    low, high = overall.metrics["share"].ci95
+    assert 0.0 <= low <= high <= 1.0
+
+
+def test_the_issues_swebench_shares_stay_in_the_unit_interval():
+    # two tasks, one passing all its FAIL_TO_PASS tests and one none, with one more near zero: the t interval
+    # alone is about [-1.1, 1.8]
+    from agentcompass_swebench.benchmark import CONTRACT
+
+    assert CONTRACT.bounds == {name: (0.0, 1.0) for name in CONTRACT.scalar}
+    groups = [[1.0], [0.0], [0.05]]
+    for contract in (CONTRACT, make_metric_contract("resolved", scalar=("resolved", "fail_to_pass"))):
+        overall, _ = aggregate(contract, _results(groups, "fail_to_pass"))
+        low, high = overall.metrics["fail_to_pass"].ci95
+        assert 0.0 <= low <= high <= 1.0
+
+
+def test_a_metric_with_a_value_outside_the_unit_interval_is_not_clipped():
+    contract = make_metric_contract("turns")
+    overall, _ = aggregate(contract, _results([[3.0], [0.0], [0.5]], "turns"))
+    low, high = overall.metrics["turns"].ci95
+    assert low < 0.0 and high > 1.0  # an unbounded count: the plain t interval
+
+
+@given(st.lists(st.lists(st.floats(0, 1), min_size=1, max_size=3), min_size=2, max_size=8),
+       st.lists(st.lists(st.floats(0, 1), min_size=1, max_size=3), min_size=2, max_size=8))
+def test_compare_keeps_undeclared_shares_in_range(a_groups, b_groups):
+    from agentcompass.results.comparison import LoadedRun, _side, paired_difference
+
+    def run(groups):
+        tasks = {f"t{i}": (None, {"share": list(g)}) for i, g in enumerate(groups)}
+        return LoadedRun(path=None, info=None, scalars=("share",), tasks=tasks,  # type: ignore[arg-type]
+                         contract=make_metric_contract("share"))
+
+    a, b = run(a_groups), run(b_groups)
+    shared = sorted(set(a.tasks) & set(b.tasks))
+    for side in (a, b):
+        object.__setattr__(side, "info", type("Info", (), {"run_id": "r"})())
+        ci = _side(side, "share", shared).ci95
+        assert ci is not None and 0.0 <= ci[0] <= ci[1] <= 1.0
+    diff = paired_difference(a, b, "share", shared).ci95
+    assert diff is not None and -1.0 <= diff[0] <= diff[1] <= 1.0

@@ -159,3 +159,36 @@ def test_env_prune_removes_what_a_killed_run_left(engine, tmp_path: Path) -> Non
     assert f"removed {left} docker environment(s) of run {run_id}" in pruned.stdout
     assert run_containers(run_id) == []
     assert _exec_dirs_of(run_id) == []
+
+
+def test_env_prune_keeps_the_containers_of_a_live_process_and_says_so(engine) -> None:
+    """Issue 32, item 6: ``env prune`` without ``--run-id`` removes a container whose owner process is gone, and
+    keeps (naming it) one whose owner still runs: this test's own process."""
+    import secrets
+
+    from agentcompass_docker.containers import LABEL_MANAGED, LABEL_OWNER, LABEL_RUN, owner_label
+    from python_on_whales import docker
+
+    from tests.helpers.docker_engine import IMAGE
+
+    gone = subprocess.Popen(["sleep", "60"])
+    dead_owner = owner_label(gone.pid)  # read while it runs, as a run labels its containers
+    gone.kill()
+    gone.wait()
+    tag = secrets.token_hex(4)
+    live_run, dead_run = f"test-live-{tag}", f"test-dead-{tag}"
+    made = {}
+    try:
+        for run, owner in ((live_run, owner_label()), (dead_run, dead_owner)):
+            made[run] = docker.run(IMAGE, ["sleep", "300"], detach=True, name=f"ac-{run}",
+                                   labels={LABEL_MANAGED: "1", LABEL_RUN: run, LABEL_OWNER: owner})
+        pruned = run_cli_subprocess("env", "prune", "--env", "docker", testing=False)
+        assert pruned.returncode == 0, pruned.stderr
+        assert run_containers(dead_run) == []
+        assert run_containers(live_run) == [made[live_run].id]
+        assert (f"kept container ac-{live_run} of run {live_run}: its process (pid {os.getpid()}) still runs"
+                in pruned.stdout), pruned.stdout
+        assert dead_run not in pruned.stdout
+    finally:
+        for container in made.values():
+            docker.container.remove(container, force=True, volumes=True) if container.exists() else None

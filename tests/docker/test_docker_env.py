@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from agentcompass.errors import EnvironmentUnavailable, InfrastructureError
-from agentcompass.runtime import EnvironmentSpec
+from agentcompass.runtime import EnvironmentSpec, PruneReport
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from python_on_whales import docker
@@ -383,8 +383,13 @@ async def test_prune_removes_leftovers(make_provider, run_id) -> None:
     for i in range(2):
         await kept.close(await kept.open(spec, run_id=run_id, task_id=f"k{i}", base_env={}))
     assert len(run_containers(run_id)) == 2  # keep=true left them
-    assert await kept.prune(run_id="some-other-run") == 0
-    assert await kept.prune(run_id=run_id) == 2
+    assert await kept.prune(run_id="some-other-run") == PruneReport(0)
+    # This process made them and still runs: prune keeps them and says why (issue 32, item 6).
+    report = await kept.prune(run_id=run_id)
+    assert report.removed == 0 and len(report.skipped) == 2
+    assert all(f"of run {run_id}: its process (pid {os.getpid()}) still runs" in line for line in report.skipped)
+    assert len(run_containers(run_id)) == 2
+    assert kept.containers.prune(run_id, owned_too=True).removed == 2  # the run's own sweep removes them
     assert run_containers(run_id) == []
 
 

@@ -125,3 +125,31 @@ def test_an_unsupported_protocol_is_reported_and_the_run_goes_on(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     failures = [e for e in jsonl(tmp_path / "run" / "logs.jsonl") if e.get("event") == "plugin.observer_failed"]
     assert failures and "OTEL_EXPORTER_OTLP_PROTOCOL='http/json' is not supported" in failures[0]["error"]
+
+
+def test_no_collector_is_one_warning_line_and_no_wait_at_exit(tmp_path: Path) -> None:
+    """Issue 32, item 7: ``--otel`` pointed at a closed loopback port prints one warning line naming the endpoint
+    (not the SDK's multi-line retry messages) and does not hold the run's end (it once added about 7 s)."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    args = ("run", "example_interactive", "none", "mock", "-n", "2")
+    began = time.monotonic()
+    plain = run_cli(*args, "-o", str(tmp_path / "plain"))
+    baseline = time.monotonic() - began
+    began = time.monotonic()
+    done = run_cli(*args, "-o", str(tmp_path / "run"), "--otel",
+                   env={**OTLP_ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+    elapsed = time.monotonic() - began
+    assert plain.returncode == 0 and done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    warnings = [ln for ln in lines if ln not in plain.stderr.replace(str(tmp_path / "plain"), str(tmp_path / "run"))]
+    assert warnings == [f"warning: otel: no OTLP collector at {endpoint}/v1/traces (connection refused): spans are "
+                        "dropped while none answers; to see them, start one (agentcompass-otel's README)"], done.stderr
+    assert elapsed < baseline + 2.0, (elapsed, baseline)
+    logged = [e for e in jsonl(tmp_path / "run" / "logs.jsonl") if e.get("event") == "otel.export_failed"]
+    assert logged and logged[0]["endpoint"] == f"{endpoint}/v1/traces"

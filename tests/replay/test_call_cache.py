@@ -215,3 +215,31 @@ def test_a_killed_run_leaves_whole_entries_that_the_next_run_uses(tmp_path: Path
         assert again.returncode == 0, again.stderr[-3000:]
         assert len(server.requests) - asked == 12 - len(stored)  # only what the killed run had not stored
     assert sources(tmp_path / "again").count("cache") == len(stored)
+
+
+def test_a_cache_that_misses_only_by_the_seed_says_so_once(tmp_path: Path) -> None:
+    """Issue 32, item 12: the mock takes the run's seed, and a run without ``--seed`` draws a random one, so the
+    second run's calls all miss: it ends with one warning line saying why; with the first run's seed, they hit."""
+    cache = tmp_path / "cache"
+
+    def mock_run(name: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        done = agentcompass("run", "example_interactive", "none", "mock", "-n", "2", "-o", str(tmp_path / name),
+                            "--cache", str(cache), *extra)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
+
+    first = mock_run("one")
+    assert "warning:" not in first.stderr
+    second = mock_run("two")
+    warnings = [ln for ln in second.stderr.splitlines() if ln.startswith("warning:")]
+    assert warnings == [
+        f"warning: --cache {cache.resolve()}: 4 model calls missed only because the request's seed differs from the "
+        "cached one's (without --seed a run draws a random seed, and a model that takes a seed, such as mock, is "
+        "sent it): run with the --seed of the run that filled the cache"], second.stderr
+    logged = [json.loads(ln) for ln in (tmp_path / "two" / "logs.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in logged].count("cache.seed_miss") == 1
+    assert summary(tmp_path / "two")["usage"]["agent"]["cache_hits"] == 0
+    seed = json.loads((tmp_path / "one" / "run.json").read_text())["request"]["seed"]
+    third = mock_run("three", "--seed", str(seed))
+    assert "warning:" not in third.stderr
+    assert summary(tmp_path / "three")["usage"]["agent"]["cache_hits"] == 4

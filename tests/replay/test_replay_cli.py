@@ -92,6 +92,22 @@ def test_a_changed_system_prompt_is_a_miss_naming_the_task_call_and_difference(r
         assert "messages[0].content differs" in error, error
         assert "-You are an autonomous agent" in error and "+You are terse. Work in <tmp>." in error, error
     assert summary(out)["status_counts"] == {"RUN_ERROR": len(TASKS)}
+    # Issue 32, item 5: the console line, the task table and the task's own view keep what differs.
+    lines = [ln for ln in proc.stderr.splitlines() if "RUN_ERROR" in ln and "replay miss" in ln]
+    assert len(lines) == len(TASKS), proc.stderr[-3000:]
+    for line in lines:
+        assert "replay miss: task" in line and "first difference from recorded agent call 1:" in line, line
+        assert line.rstrip().rstrip("'\"").endswith("+You are terse. Work in <tmp>."), line
+    shown = agentcompass("results", "show", str(out), "--tasks")
+    assert shown.returncode == 0, shown.stderr
+    rows = [ln for ln in shown.stdout.splitlines() if "replay miss" in ln]
+    assert len(rows) == len(TASKS) and all("+You are terse. Work in <tmp>." in row for row in rows), shown.stdout
+    assert f"results show {out} --task ID" in shown.stdout
+    whole = agentcompass("results", "show", str(out), "--task", "roman")
+    assert whole.returncode == 0, whole.stderr
+    assert by_task["roman"]["error"].splitlines()[0] in whole.stdout and "    +You are terse." in whole.stdout
+    missing = agentcompass("results", "show", str(out), "--task", "nosuch")
+    assert missing.returncode == 1 and "no final result of task 'nosuch'" in missing.stderr, missing.stderr
 
 
 def test_with_replay_miss_live_the_misses_go_to_the_live_model_and_are_marked(recorded: Path,

@@ -134,8 +134,9 @@ def agentcompass_run_started(run_id: str, request: RunRequest, run_dir: str, n_w
 def agentcompass_run_warning(run_id: str, message: str) -> None:
     """Observer: something the user should read before the run's results (the console prints it as
     ``warning: MESSAGE``): a damaged line of the run's records that was skipped (its task runs again), or a
-    ``--concurrency`` larger than the run can use. Called before ``agentcompass_run_started``. Also written to
-    ``logs.jsonl`` (``results.damaged_line``, ``run.concurrency_capped``).
+    ``--concurrency`` larger than the run can use (called before ``agentcompass_run_started``); or, before
+    ``agentcompass_run_finished``, a ``--cache`` that missed only because the requests' seed differs. Also
+    written to ``logs.jsonl`` (``results.damaged_line``, ``run.concurrency_capped``, ``cache.seed_miss``).
 
     :param run_id: the run's id.
     :param message: one line, naming what is wrong (the file and line of a damaged record).

@@ -378,6 +378,9 @@ class Runner:
             started_at=run.started_at, earlier=run.earlier,
         )
         store.write_summary(summary, run.final)
+        for source in access.sources or () if access is not None else ():
+            for warning in source.warnings():  # what a call source met (a cache missing only by the seed)
+                self._warn(req, warning)
         run.log.info("run.finished", status_counts=dict(summary.status_counts), interrupted=summary.interrupted,
                      duration_s=summary.duration_s, stopped_reason=summary.stopped_reason)
         self.host.notify("agentcompass_run_finished", run_id=req.run_id, summary=summary)

@@ -73,7 +73,7 @@ def _warn_if_unfinished(run_dir: Path) -> None:
 @click.command("compare")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--by-category", is_flag=True, help="Also compare within each category.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON on stdout.")
 def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool) -> None:
     """Compare RUN_B [RUN_C ...] against the baseline RUN_A on the tasks they share: paired differences."""
     from agentcompass.cli.render import comparison_text

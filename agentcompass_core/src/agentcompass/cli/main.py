@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,9 @@ from agentcompass.cli.run import run_command
 from agentcompass.cli.suite import suite_group
 from agentcompass.exit_codes import ExitCode
 from agentcompass.plugins import load_plugins
+
+if TYPE_CHECKING:
+    from agentcompass.results.run_dir import RunDirectory
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,8 +80,9 @@ def tasks_group() -> None:
 
 @tasks_group.command("list")
 @click.argument("benchmark")
-@click.option("--benchmark-arg", "-b", multiple=True, metavar="KEY=VALUE")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--benchmark-arg", "-b", multiple=True, metavar="KEY=VALUE",
+              help="An option of the benchmark (repeatable), as for run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON on stdout.")
 @click.pass_context
 def tasks_list(ctx: click.Context, benchmark: str, benchmark_arg: tuple[str, ...], as_json: bool) -> None:
     """List the tasks of BENCHMARK."""
@@ -98,7 +103,9 @@ def tasks_list(ctx: click.Context, benchmark: str, benchmark_arg: tuple[str, ...
     from agentcompass.cli.render import table
 
     click.echo(table(["task_id", "category"], [[t.task_id, t.category or "-"] for t in tasks]))
-    click.echo(f"{len(tasks)} tasks")
+    from agentcompass.runtime.wording import counted
+
+    click.echo(counted(len(tasks), "task"))
 
 
 # -- results ---------------------------------------------------------------------------------------------
@@ -114,9 +121,12 @@ results_group.add_command(compare_command)
 
 @results_group.command("show")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--tasks", "show_tasks", is_flag=True, help="Also list every task's final status.")
-def results_show(run_dir: Path, as_json: bool, show_tasks: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the summary (and tasks) as JSON on stdout.")
+@click.option("--tasks", "show_tasks", is_flag=True,
+              help="Also list every task's final status (errors shortened to one line).")
+@click.option("--task", "task_id", default=None, metavar="TASK_ID",
+              help="Show only this task's final results, with each whole error.")
+def results_show(run_dir: Path, as_json: bool, show_tasks: bool, task_id: str | None) -> None:
     """Show the summary (and per-task results) of RUN_DIR. Nothing in RUN_DIR is changed."""
     from agentcompass.results.run_dir import RunDirectory
     from agentcompass.results.summary import summary_so_far
@@ -124,6 +134,9 @@ def results_show(run_dir: Path, as_json: bool, show_tasks: bool) -> None:
 
     with cli_errors():
         store = RunDirectory.open_existing(run_dir)
+        if task_id is not None:
+            _show_task(store, run_dir, task_id, as_json)
+            return
         summary = store.read_summary()
         results = store.final_results() if show_tasks or summary is None else {}
         if summary is None:  # still going, or killed: what it has so far, from run.json and the results
@@ -138,13 +151,41 @@ def results_show(run_dir: Path, as_json: bool, show_tasks: bool) -> None:
             data["tasks"] = [unstructure(r) for r in results.values()]
         emit_json(data)
         return
-    from agentcompass.cli.render import summary_text, table
+    from agentcompass.cli.render import TABLE_ERROR, summary_text, table
+    from agentcompass.runtime.shortening import shorten
 
     click.echo(summary_text(summary))
     if show_tasks:
         rows = [[r.task_id, r.trial, r.status.value, ", ".join(f"{k}={v:g}" for k, v in r.metrics.items()),
-                 (r.error or "")[:80]] for r in results.values()]
+                 shorten(r.error or "", TABLE_ERROR)] for r in results.values()]
         click.echo(table(["task_id", "trial", "status", "metrics", "error"], rows))
+        if any(r.error and shorten(r.error, TABLE_ERROR) != r.error for r in results.values()):
+            click.echo(f"(errors shortened; a task's whole error: agentcompass results show {run_dir} --task ID)")
+
+
+def _show_task(store: RunDirectory, run_dir: Path, task_id: str, as_json: bool) -> None:
+    """``results show --task``: the task's final result of each trial, every field whole."""
+    from agentcompass.serialization import unstructure
+
+    results = [r for r in store.final_results().values() if r.task_id == task_id]
+    if not results:
+        known = sorted({r.task_id for r in store.final_results().values()})
+        sample = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        raise click.ClickException(f"{run_dir} has no final result of task {task_id!r}; its tasks: "
+                                   f"{sample or 'none yet'}")
+    if as_json:
+        emit_json([unstructure(r) for r in sorted(results, key=lambda r: r.trial)])
+        return
+    for r in sorted(results, key=lambda r: r.trial):
+        click.echo(f"task {r.task_id} trial {r.trial}: {r.status.value}"
+                   + (f" (attempt {r.attempt})" if r.attempt > 1 else ""))
+        if r.category:
+            click.echo(f"  category: {r.category}")
+        if r.metrics:
+            click.echo("  metrics: " + ", ".join(f"{k}={v:g}" for k, v in r.metrics.items()))
+        if r.error:
+            click.echo(f"  error{f' (in {r.error_phase})' if r.error_phase else ''}:")
+            click.echo("\n".join(f"    {line}" for line in r.error.splitlines()))
 
 
 # -- env -------------------------------------------------------------------------------------------------
@@ -156,23 +197,28 @@ def env_group() -> None:
 
 
 @env_group.command("prune")
-@click.option("--env", "-e", "environment", default="docker", show_default=True)
+@click.option("--env", "-e", "environment", default="docker", show_default=True,
+              help="The environment provider whose left-overs to remove.")
 @click.option("--run-id", default=None, help="Only what this run left behind.")
 @click.pass_context
 def env_prune(ctx: click.Context, environment: str, run_id: str | None) -> None:
-    """Remove environments that killed runs left behind."""
+    """Remove environments that killed runs left behind (never those of a run still going)."""
     import asyncio
 
     from agentcompass.models.gateway import prune_socket_dirs
+    from agentcompass.runtime.environment import PruneReport
 
     host = plugin_host(ctx)
     with cli_errors():
         provider = host.factory("environment", environment)()
-        removed = asyncio.run(provider.prune(run_id))
+        outcome = asyncio.run(provider.prune(run_id))
         sockets = prune_socket_dirs(run_id)
+    report = outcome if isinstance(outcome, PruneReport) else PruneReport(int(outcome))
     scope = f"run {run_id}" if run_id else "all runs"
-    click.echo(f"removed {removed} {environment} environment(s) of {scope}"
+    click.echo(f"removed {report.removed} {environment} environment(s) of {scope}"
                + (f" and {sockets} model-gateway socket director{'y' if sockets == 1 else 'ies'}" if sockets else ""))
+    for line in report.skipped:
+        click.echo(f"kept {line}")
 
 
 def main() -> None:

@@ -15,8 +15,10 @@ from typing import Any
 
 import click
 
+from agentcompass.cli.render import CONSOLE_ERROR
 from agentcompass.hookspecs import hookimpl
 from agentcompass.runtime.records import LiveFigures, ModelCallEvent, TaskEvent
+from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
 
 
@@ -98,7 +100,7 @@ class Progress:
         if not self.enabled or not self.task_lines:
             return
         metrics = " ".join(f"{k}={v:g}" for k, v in result.metrics.items())
-        error = f" error={result.error[:120]!r}" if result.error else ""
+        error = f" error={shorten(result.error, CONSOLE_ERROR)!r}" if result.error else ""
         line = f"[{done}/{total}] {task_label(result, self.trials)} {result.status.value} {metrics}{error}"
         click.echo(line.rstrip(), err=True)
 

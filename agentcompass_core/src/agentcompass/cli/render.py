@@ -7,6 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
 from agentcompass.runtime.statistics import TOO_FEW_TASKS
+from agentcompass.runtime.wording import counted
+
+#: Characters of an error on a console task line (shortened around what it says differs:
+#: :mod:`agentcompass.runtime.shortening`).
+CONSOLE_ERROR = 240
+#: Characters of an error in a table's cell (``results show --tasks``).
+TABLE_ERROR = 120
 
 if TYPE_CHECKING:
     from agentcompass.results.comparison import Comparison
@@ -54,16 +61,16 @@ def usage_text(summary: RunSummary) -> str | None:
     for role, u in summary.usage.items():
         retried = summary.usage_retried.get(role)
         cost = f", {u.cost_usd:.4f} USD" if u.cost_usd is not None else ""
-        line = f"{role}: {u.calls} calls, {u.prompt_tokens + u.completion_tokens} tokens{cost}"
+        line = f"{role}: {counted(u.calls, 'call')}, {counted(u.prompt_tokens + u.completion_tokens, 'token')}{cost}"
         if retried is not None and retried.calls:
             r_cost = f", {retried.cost_usd:.4f} USD" if retried.cost_usd is not None else ""
-            line += (f" (of which retried or cut-short attempts: {retried.calls} calls, "
-                     f"{retried.prompt_tokens + retried.completion_tokens} tokens{r_cost})")
+            line += (f" (of which retried or cut-short attempts: {counted(retried.calls, 'call')}, "
+                     f"{counted(retried.prompt_tokens + retried.completion_tokens, 'token')}{r_cost})")
         sources = [f"{u.replayed} replayed"] if u.replayed else []
         sources += [f"{u.replay_live} live (replay misses)"] if u.replay_live else []
         if u.cache_hits:
             saved = f", {u.cache_saved_usd:.4f} USD" if u.cache_saved_usd is not None else ""
-            sources.append(f"{u.cache_hits} from the cache, saving {u.cache_saved_tokens} tokens{saved}")
+            sources.append(f"{u.cache_hits} from the cache, saving {counted(u.cache_saved_tokens, 'token')}{saved}")
         if sources:
             line += f" [{'; '.join(sources)}]"
         parts.append(line)
@@ -121,8 +128,8 @@ def _ci(ci: tuple[float, float] | None) -> str:
 
 
 def comparison_text(c: Comparison) -> str:
-    rows = [[m.metric, m.category or "all", m.n_tasks, _fmt(m.a.mean), _fmt(m.b.mean), f"{m.difference:+.4f}",
-             _ci(m.ci95), f"{m.b_better}/{m.b_worse}/{m.equal}"] for m in c.metrics]
+    rows = [[m.label or m.metric, m.category or "all", m.n_tasks, _fmt(m.a.mean), _fmt(m.b.mean),
+             f"{m.difference:+.4f}", _ci(m.ci95), f"{m.b_better}/{m.b_worse}/{m.equal}"] for m in c.metrics]
     head = f"{c.b} against {c.a} ({c.benchmark}, {c.n_shared_tasks} shared tasks): B − A, paired by task"
     return head + "\n" + table(["metric", "category", "tasks", "A mean", "B mean", "B − A", "95% CI",
                                 "B better/worse/equal"], rows)

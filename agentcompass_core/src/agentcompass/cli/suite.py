@@ -9,6 +9,7 @@ import click
 
 from agentcompass.cli.common import emit_json, observing, plugin_host
 from agentcompass.cli.errors import CLIError, cli_errors
+from agentcompass.runtime.wording import counted
 
 
 @click.group("suite")
@@ -66,7 +67,7 @@ def suite_run(ctx: click.Context, suite_file: Path | None, output: Path | None, 
             n_cells = len(plan.cells)
     host = plugin_host(ctx)
     console = SuiteConsole(n_cells, task_lines=task_lines)
-    click.echo(f"suite directory: {directory.path}  ({n_cells} cells; leaderboard: agentcompass suite show "
+    click.echo(f"suite directory: {directory.path}  ({counted(n_cells, 'cell')}; leaderboard: agentcompass suite show "
                f"{directory.path})", err=True)
 
     def on_signal(name: str, count: int) -> None:
@@ -105,7 +106,7 @@ def suite_run(ctx: click.Context, suite_file: Path | None, output: Path | None, 
 @click.option("--baseline", default=None, metavar="CELL",
               help="The cell the paired differences are against (default: the suite file's baseline, else each "
                    "benchmark's first cell).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON on stdout.")
 def suite_show(suite_dir: Path, baseline: str | None, as_json: bool) -> None:
     """Show the leaderboard of SUITE_DIR: per benchmark, every cell's mean ± CI, pass^k, errors, tokens, cost,
     time and its paired difference against the baseline. Nothing in SUITE_DIR is changed."""

@@ -16,7 +16,9 @@ from typing import Any
 import click
 
 from agentcompass import hookimpl
+from agentcompass.cli.render import CONSOLE_ERROR
 from agentcompass.runtime.records import TaskEvent
+from agentcompass.runtime.shortening import shorten
 from agentcompass.suites.cell_state import FAILED, FINISHED
 from agentcompass.suites.scheduler import CellOutcome
 
@@ -90,7 +92,7 @@ class SuiteConsole:
         if self.task_lines:
             metrics = " ".join(f"{k}={v:g}" for k, v in (event.metrics or {}).items())
             trial = f" trial {event.trial}" if event.trial > 1 else ""
-            error = f" error={event.error[:120]!r}" if event.error else ""
+            error = f" error={shorten(event.error, CONSOLE_ERROR)!r}" if event.error else ""
             click.echo(f"[{name} {self._done[name]}/{self._planned.get(name) or '?'}] {event.task_id}{trial} "
                        f"{event.status} {metrics}{error}".rstrip(), err=True)
 

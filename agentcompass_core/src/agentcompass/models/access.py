@@ -47,6 +47,10 @@ class CallSource(Protocol):
         """What ``run.json`` records of this source (``{"replay": {"run_dir", "run_id", ...}}``)."""
         ...
 
+    def warnings(self) -> list[str]:
+        """What the user should read at the run's end (one line each; the console prints ``warning: ...``)."""
+        ...
+
 
 class ModelAccess(Protocol):
     """Issues a task attempt its model clients (in-process) and endpoints (through the gateway).

@@ -11,7 +11,8 @@ Users extend or override it with a JSON file, given by ``--prices FILE`` or ``AG
 
 A key is ``provider/name`` or a bare model ``name``. Lookup tries the exact ``provider/name``, then the
 name, then the longest key that the name starts with (so dated snapshots such as ``gpt-4o-2024-08-06`` find
-``gpt-4o``). A model with no price has no cost: it is metered in tokens only.
+``gpt-4o``). A model with no price has no cost: it is metered in tokens only. The built-in offline ``mock``
+(:data:`FREE_PROVIDERS`) costs 0.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ BUILTIN_PRICES: dict[str, Price] = {
     "anthropic/claude-opus-4": Price(15.00, 75.00),
 }
 
+#: Providers whose calls cost nothing whatever the table says: the built-in offline mock.
+FREE_PROVIDERS = frozenset({"mock"})
+FREE = Price(0.0, 0.0)
+
 
 def _price(key: str, value: Any, source: str) -> Price:
     if not isinstance(value, Mapping) or not {"input", "output"} <= set(value):
@@ -100,6 +105,8 @@ class PriceTable:
         """The price of ``provider/name`` (or a bare name), or None."""
         if spec in self.prices:
             return self.prices[spec]
+        if spec.partition("/")[0] in FREE_PROVIDERS:
+            return FREE
         provider, _, name = spec.partition("/")
         if not name:
             provider, name = "", spec

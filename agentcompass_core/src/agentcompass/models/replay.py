@@ -132,6 +132,9 @@ class Replay:
         return {"replay": {"run_dir": str(self.recording.path), "run_id": self.recording.run_id,
                            "miss": self.miss, "latency": self.latency}}
 
+    def warnings(self) -> list[str]:
+        return []  # a miss is reported where it happens (the attempt's error, or ``replay.miss`` in the log)
+
 
 @attrs.define
 class ReplayedAttempt:

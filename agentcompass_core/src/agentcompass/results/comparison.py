@@ -4,10 +4,10 @@ On the tasks the runs share, per metric: each run's mean over those tasks with i
 the **paired difference** B - A. Pairing is by task: each task's value is its mean over the run's trials
 (errored trials count as 0), ``d_i = b_i - a_i``, and the difference's standard error is the standard error of
 the mean of the ``d_i`` (``sqrt(var(d) / n)``, sample variance), so the trials of a task stay one cluster. The
-95% interval is ``mean(d) ± t(0.975, n - 1) · SE``, clipped to the widest difference the metric's declared
-bounds allow; each run's own interval is the one ``summary.json`` gives
-(:func:`agentcompass.runtime.statistics.mean_interval`). Tasks where B is better, worse or equal are counted
-from the ``d_i``.
+95% interval is ``mean(d) ± t(0.975, n - 1) · SE``, clipped to the widest difference the metric's bounds allow
+(declared, or [0, 1] for a metric whose every value lies in it); each run's own interval is the one
+``summary.json`` gives (:func:`agentcompass.runtime.statistics.mean_interval`). Tasks where B is better, worse
+or equal are counted from the ``d_i``.
 
 Public API: plugins that show comparisons (the report) call :func:`load_run` and :func:`compare`, so every view
 of a comparison gives the numbers ``results compare`` prints.
@@ -24,7 +24,7 @@ from agentcompass.errors import UsageError
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.runtime.metrics import MetricContract, contract_from_json
 from agentcompass.runtime.records import RunInfo
-from agentcompass.runtime.statistics import clustered_stderr, mean_interval, t_quantile
+from agentcompass.runtime.statistics import clustered_stderr, inferred_bounds, mean_interval, t_quantile
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ class MetricComparison:
     b_better: int
     b_worse: int
     equal: int
+    #: The metric's label in the contract (what the summary and the report show), else its name.
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,9 @@ def _side(run: LoadedRun, name: str, tasks: Sequence[str]) -> RunSide:
 
 
 def _bounds(run: LoadedRun, name: str) -> tuple[float, float] | None:
-    return run.contract.bounds.get(name) if run.contract is not None else None
+    """``name``'s declared bounds, else [0, 1] when every value it took in the run lies in [0, 1]."""
+    declared = run.contract.bounds.get(name) if run.contract is not None else None
+    return inferred_bounds(declared, (v for _, values in run.tasks.values() for v in values.get(name, ())))
 
 
 @dataclass(frozen=True)
@@ -152,10 +156,11 @@ def shared_tasks(a: LoadedRun, b: LoadedRun) -> list[str]:
 def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str], category: str | None
                     ) -> MetricComparison:
     d = paired_difference(a, b, name, tasks)
+    contract = a.contract or b.contract
     return MetricComparison(
         metric=name, category=category, n_tasks=d.n_tasks, a=_side(a, name, tasks), b=_side(b, name, tasks),
         difference=d.difference, stderr=d.stderr, ci95=d.ci95, b_better=d.b_better, b_worse=d.b_worse,
-        equal=d.equal,
+        equal=d.equal, label=contract.label(name) if contract is not None else name,
     )
 
 

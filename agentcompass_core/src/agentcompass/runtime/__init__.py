@@ -18,7 +18,12 @@ import path works, whose body only hands names on (:mod:`agentcompass.runtime.re
 """
 
 from agentcompass.runtime.benchmark import BaseBenchmark, EvaluationEnvironmentMode, HarnessFreeBenchmark
-from agentcompass.runtime.environment import EnvironmentDemand, EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.environment import (
+    EnvironmentDemand,
+    EnvironmentProvider,
+    EnvironmentSession,
+    PruneReport,
+)
 from agentcompass.runtime.harness import AttemptLimits, BaseHarness
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
@@ -54,6 +59,7 @@ __all__ = [
     "ModelEndpoint",
     "ModelError",
     "PreparedTask",
+    "PruneReport",
     "RoleModelSettings",
     "RunRequest",
     "RunResult",

@@ -14,6 +14,16 @@ from pathlib import Path
 
 from agentcompass.runtime.types import EnvironmentSpec, ExecResult
 
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What :meth:`EnvironmentProvider.prune` did: how many things it removed, and what it left because a live
+    process owns it (or it cannot tell who does), one line each saying what and why."""
+
+    removed: int
+    skipped: tuple[str, ...] = ()
+
+
 #: Bytes of stdout, and of stderr, an ``exec`` keeps; output past it is dropped with a note at the end.
 OUTPUT_LIMIT = 8 * 1024 * 1024
 
@@ -133,9 +143,10 @@ class EnvironmentProvider(abc.ABC):
     async def teardown(self) -> None:  # noqa: B027
         """Release run-level resources (called once, on every path)."""
 
-    async def prune(self, run_id: str | None = None) -> int:
-        """Remove what runs left behind (e.g. after SIGKILL): only ``run_id``'s, or every run's.
-        Returns how many things were removed."""
+    async def prune(self, run_id: str | None = None) -> int | PruneReport:
+        """Remove what runs left behind (e.g. after SIGKILL): only ``run_id``'s, or every run's, never what a
+        process that still runs owns. Returns how many things were removed, or a :class:`PruneReport` that also
+        names what was left."""
         return 0
 
     def gateway_address(self, *, host: str, port: int, unix_socket: str) -> tuple[str, Mapping[str, str]]:

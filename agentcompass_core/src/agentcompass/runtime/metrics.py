@@ -3,7 +3,8 @@
 Aggregation is honest about errors: each scalar's ``mean`` is over *all* (task, trial) results, an errored one
 counting as 0, and ``mean_completed`` is over completed ones only. Both denominators are reported, with the
 standard error of ``mean`` clustered by task and its 95% confidence interval (Wilson for a success rate, else a t
-interval clipped to the metric's declared bounds); a contract that declares a success threshold also gets pass@k
+interval clipped to the metric's bounds: the declared ones, else [0, 1] when every value the metric took lies
+in [0, 1]); a contract that declares a success threshold also gets pass@k
 and pass^k (formulas in :mod:`agentcompass.runtime.statistics`).
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentcompass.runtime.records import GroupAggregate, MetricAggregate, PassAtK, RunMetrics
-from agentcompass.runtime.statistics import clustered_stderr, mean_interval, pass_curves
+from agentcompass.runtime.statistics import clustered_stderr, inferred_bounds, mean_interval, pass_curves
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 
@@ -65,7 +66,8 @@ def make_metric_contract(
     :param success_threshold: declare pass/fail at this value of ``success_metric``; enables pass@k and pass^k.
     :param success_metric: which scalar decides success (default ``primary``).
     :param bounds: the range the scalars take, ``(low, high)`` for every scalar or ``{name: (low, high)}``;
-        confidence intervals are clipped to it. ``binary`` implies ``(0, 1)`` for the success metric.
+        confidence intervals are clipped to it. ``binary`` implies ``(0, 1)`` for the success metric. A scalar
+        without declared bounds whose every value in a run lies in [0, 1] is clipped to [0, 1] all the same.
     """
     names = tuple(dict.fromkeys([primary, *scalar]))
     if not primary:
@@ -126,11 +128,32 @@ def contract_from_json(data: Mapping[str, object]) -> MetricContract:
     )
 
 
-def aggregate_group(contract: MetricContract, results: Sequence[RunResult], n_unfinished: int = 0
-                    ) -> GroupAggregate:
+def _value(result: RunResult, name: str) -> float:
+    """The value ``result`` counts for ``name`` in an aggregate: 0 for an errored result or a missing scalar."""
+    value = result.metrics.get(name) if result.status is TaskStatus.COMPLETED else 0.0
+    return 0.0 if value is None else float(value)
+
+
+def metric_bounds(contract: MetricContract, results: Iterable[RunResult]) -> dict[str, tuple[float, float]]:
+    """The bounds every scalar's interval is clipped to: the declared ones, else [0, 1] for a scalar whose every
+    value in ``results`` lies in [0, 1] (:func:`~agentcompass.runtime.statistics.inferred_bounds`)."""
+    results = list(results)
+    bounds = {}
+    for name in contract.scalar:
+        pair = inferred_bounds(contract.bounds.get(name), (_value(r, name) for r in results))
+        if pair is not None:
+            bounds[name] = pair
+    return bounds
+
+
+def aggregate_group(contract: MetricContract, results: Sequence[RunResult], n_unfinished: int = 0,
+                    bounds: Mapping[str, tuple[float, float]] | None = None) -> GroupAggregate:
     """Status counts, every scalar's aggregate (with its clustered standard error) and, for a contract with a
     success threshold, pass@k and pass^k over ``results`` — one per (task, trial). ``n_unfinished`` planned
-    results without a final record are reported as such, never counted."""
+    results without a final record are reported as such, never counted. ``bounds``: each scalar's range (default
+    :func:`metric_bounds` of ``results``)."""
+    if bounds is None:
+        bounds = metric_bounds(contract, results)
     n = len(results)
     status_counts: dict[str, int] = {}
     by_task: dict[str, list[RunResult]] = {}
@@ -155,7 +178,7 @@ def aggregate_group(contract: MetricContract, results: Sequence[RunResult], n_un
             clusters.append(values)
         mean = total / n if n else None
         stderr = clustered_stderr(clusters)
-        interval = mean_interval(clusters, contract.bounds.get(name))
+        interval = mean_interval(clusters, bounds.get(name))
         metrics[name] = MetricAggregate(
             label=contract.label(name),
             mean=mean,
@@ -209,6 +232,7 @@ def aggregate(contract: MetricContract, results: Iterable[RunResult],
     for category in missing:
         if category is not None:
             by_category.setdefault(category, [])
-    overall = aggregate_group(contract, results, sum(missing.values()))
-    groups = {c: aggregate_group(contract, rs, missing.get(c, 0)) for c, rs in sorted(by_category.items())}
+    bounds = metric_bounds(contract, results)
+    overall = aggregate_group(contract, results, sum(missing.values()), bounds)
+    groups = {c: aggregate_group(contract, rs, missing.get(c, 0), bounds) for c, rs in sorted(by_category.items())}
     return overall, RunMetrics(overall=overall.metrics, by_category=groups, pass_k=overall.pass_k)

@@ -20,6 +20,9 @@
   - any other mean: a **t interval** ``m ± t(0.975, C - 1) · SE`` with ``C - 1`` degrees of freedom (C tasks),
     clipped to the bounds the metric contract declares (``make_metric_contract(..., bounds=(0, 1))``; a binary
     contract implies it for its success metric). Bounds that a value breaks are not trusted (no clipping).
+    A metric that declares no bounds and whose every value lies in [0, 1] is taken to be a share: its bounds
+    are [0, 1] (:func:`inferred_bounds`), so a plugin that forgets to declare them never gets an interval
+    outside its range.
   - fewer than :data:`MIN_TASKS` tasks: no interval ("too few tasks").
 * **pass@k** (Chen et al., 2021): the chance that at least one of ``k`` trials drawn from a task's ``n``
   succeeds, ``1 - C(n - c, k) / C(n, k)`` for ``c`` successes, averaged over tasks.
@@ -43,6 +46,23 @@ Z95 = 1.959963984540054
 MIN_TASKS = 2
 #: The words shown where :func:`mean_interval` gives no interval.
 TOO_FEW_TASKS = "too few tasks"
+
+
+#: The bounds of a metric that declares none and whose every value lies within them: a share.
+UNIT_INTERVAL = (0.0, 1.0)
+
+
+def inferred_bounds(declared: tuple[float, float] | None, values: Iterable[float]) -> tuple[float, float] | None:
+    """``declared`` when a metric declares its bounds; else :data:`UNIT_INTERVAL` when every value it took lies in
+    [0, 1]; else ``None`` (an unbounded metric)."""
+    if declared is not None:
+        return declared
+    seen = False
+    for value in values:
+        if not UNIT_INTERVAL[0] <= value <= UNIT_INTERVAL[1]:
+            return None
+        seen = True
+    return UNIT_INTERVAL if seen else None
 
 
 def clustered_stderr(clusters: Iterable[Sequence[float]]) -> float | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.environment import EnvironmentProvider, EnvironmentSession, PruneReport
 from agentcompass.runtime.types import EnvironmentSpec, ExecResult
 
 TEST_RUN_ID = "agentcompass-test"
@@ -237,7 +237,7 @@ class RecordingProvider(EnvironmentProvider):
     async def teardown(self) -> None:
         await self.inner.teardown()
 
-    async def prune(self, run_id: str | None = None) -> int:
+    async def prune(self, run_id: str | None = None) -> int | PruneReport:
         return await self.inner.prune(run_id)
 
     def gateway_address(self, *, host: str, port: int, unix_socket: str) -> tuple[str, Mapping[str, str]]:

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import os
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import EnvironmentUnavailable, InfrastructureError
+from agentcompass.runtime.environment import PruneReport
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.names import safe_name
+from agentcompass.runtime.owned_dirs import identity, owner_alive, read_owner
 from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException, NoSuchContainer
 
@@ -39,6 +42,34 @@ LABEL_TASK = "agentcompass.task_id"
 LABEL_POOL = "agentcompass.pool"
 #: The host directory of the container's exec server (removed with it, also by ``env prune``).
 LABEL_EXEC_DIR = "agentcompass.exec_dir"
+#: The process that made the container, ``HOST/PID/START`` (:func:`owner_label`): ``env prune`` leaves a
+#: container whose process still runs.
+LABEL_OWNER = "agentcompass.owner"
+
+
+def owner_label(pid: int | None = None) -> str:
+    """``HOST/PID/START`` of the process ``pid`` (this one by default): its host, pid and start time (``-``
+    where ``/proc`` does not tell), which together tell it from a later process given the same pid."""
+    owner = identity(os.getpid() if pid is None else pid)
+    start = owner["start"]
+    return f"{socket.gethostname()}/{owner['pid']}/{'-' if start is None else start}"
+
+
+def owner_state(label: str, exec_dir: str = "") -> tuple[str, int | None]:
+    """Whether the process a container's owner label names runs (``"alive"``), is gone (``"gone"``), or cannot
+    be told from here (``"unknown"``: no label, made by an older agentcompass, or on another host); with the
+    pid when known. A container without the label is judged by its exec directory's ``owner.json``."""
+    parts = label.split("/") if label else []
+    if len(parts) == 3 and parts[1].isdigit():
+        host, pid, start = parts[0], int(parts[1]), parts[2]
+        if host != socket.gethostname():
+            return "unknown", pid
+        owner = {"pid": pid, "start": int(start) if start.isdigit() else None}
+        return ("alive" if owner_alive(owner) else "gone"), pid
+    recorded = read_owner(Path(exec_dir)) if exec_dir else None
+    if recorded is not None and isinstance(recorded.get("pid"), int):
+        return ("alive" if owner_alive(recorded) else "gone"), recorded["pid"]
+    return "unknown", None
 
 
 @functools.cache
@@ -109,7 +140,7 @@ def plan_container(
     hardened = (options.security or spec.security) == "hardened"
     task_part = safe_name(task_id, 40, sep="-", distinct=False) if task_id else "pool"
     name = f"ac-{safe_name(run_id, 20, sep='-', distinct=False)}-{task_part}-{secrets.token_hex(3)}"
-    labels = {LABEL_MANAGED: "1", LABEL_RUN: run_id}
+    labels = {LABEL_MANAGED: "1", LABEL_RUN: run_id, LABEL_OWNER: owner_label()}
     labels.update({LABEL_TASK: task_id} if task_id else {LABEL_POOL: "1"})
     mounts: list[list[str]] = []
     tmpfs: list[str] = []
@@ -363,17 +394,37 @@ class Containers:
             time.sleep(delay)
             delay = min(2 * delay, 0.25)
 
-    def prune(self, run_id: str | None) -> int:
+    def prune(self, run_id: str | None, *, owned_too: bool = False) -> PruneReport:
         """Remove containers agentcompass started (``agentcompass.managed=1``), only the run's when
-        ``run_id`` is given, running or not, with their anonymous volumes. Returns how many."""
+        ``run_id`` is given, running or not, with their anonymous volumes — but not those whose owner process
+        still runs (:func:`owner_state`), nor, without ``run_id``, those whose owner cannot be told; those are
+        named in the report. ``owned_too``: remove the run's containers whoever owns them (the run's own
+        teardown sweep)."""
         filters = ["--filter", f"label={LABEL_MANAGED}=1"]
         if run_id:
             filters += ["--filter", f"label={LABEL_RUN}={run_id}"]
-        listing = ["ps", "--all", "--no-trunc", "--format", '{{.ID}} {{.Label "' + LABEL_EXEC_DIR + '"}}', *filters]
+        fields = ["{{.ID}}", "{{.Names}}", *('{{.Label "' + label + '"}}' for label in (LABEL_RUN, LABEL_OWNER,
+                                                                                     LABEL_EXEC_DIR))]
+        listing = ["ps", "--all", "--no-trunc", "--format", "\t".join(fields), *filters]
         try:
-            rows = [line.split() for line in self.engine.cli(listing, self.timeout).splitlines() if line.strip()]
+            rows = [(line.split("\t") + [""] * 5)[:5]
+                    for line in self.engine.cli(listing, self.timeout).splitlines() if line.strip()]
         except (DockerException, EnvironmentUnavailable) as exc:
             raise EnvironmentUnavailable(f"cannot list containers ({detail(exc)}); {START_HINT}.") from None
+        skipped = []
+        if not owned_too:
+            kept = []
+            for row in rows:
+                _, name, run, owner, exec_dir = row
+                state, pid = owner_state(owner, exec_dir)
+                if state == "alive":
+                    skipped.append(f"container {name} of run {run}: its process (pid {pid}) still runs")
+                elif state == "unknown" and not run_id:
+                    skipped.append(f"container {name} of run {run}: whether its process still runs cannot be "
+                                   f"told here (no owner label, or another host); --run-id {run} removes it")
+                else:
+                    kept.append(row)
+            rows = kept
         containers = [row[0] for row in rows]
         if containers:
             try:
@@ -382,10 +433,12 @@ class Containers:
                 for container in containers:
                     self.remove_quietly(container)
         for row in rows:
-            if len(row) > 1:
-                exec_dirs.remove_exec_dir(row[1])
+            if row[4]:
+                exec_dirs.remove_exec_dir(row[4])
         exec_dirs.prune_exec_dirs(run_id)
-        return len(containers)
+        for line in skipped:
+            log.info("docker.prune_kept", reason=line)
+        return PruneReport(len(containers), tuple(skipped))
 
     def close(self) -> None:
         """No new creates from now on; creates in flight remove what they make."""
@@ -411,8 +464,8 @@ class Containers:
             return 0
         self.await_retired(max(deadline - time.monotonic(), self.timeout))  # then remove whatever is left
         try:
-            left_over = self.prune(run_id)
-            if left_over and self.prune(run_id):  # something failed to go the first time: once more
+            left_over = self.prune(run_id, owned_too=True).removed
+            if left_over and self.prune(run_id, owned_too=True).removed:  # something failed to go: once more
                 _note("warning", "docker.teardown_second_sweep", run_id=run_id)
         except EnvironmentUnavailable as exc:
             _note("warning", "docker.teardown_failed", run_id=run_id, error=str(exc))

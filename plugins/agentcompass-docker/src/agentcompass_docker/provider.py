@@ -38,7 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import InfrastructureError, describe
-from agentcompass.runtime.environment import EnvironmentDemand, EnvironmentProvider, EnvironmentSession
+from agentcompass.runtime.environment import (
+    EnvironmentDemand,
+    EnvironmentProvider,
+    EnvironmentSession,
+    PruneReport,
+)
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException
@@ -604,9 +609,10 @@ class DockerProvider(EnvironmentProvider):
                 self._exec_dirs.clear()
             self.engine.shutdown()
 
-    async def prune(self, run_id: str | None = None) -> int:
+    async def prune(self, run_id: str | None = None) -> PruneReport:
         """Remove containers agentcompass started (``agentcompass.managed=1``), only the run's when
-        ``run_id`` is given, running or not, with their anonymous volumes. Returns how many."""
+        ``run_id`` is given, running or not, with their anonymous volumes, except those a live process owns
+        (:meth:`Containers.prune`). Returns how many, and what was kept."""
         return await self.engine.call(self.containers.prune, run_id)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from agentcompass import hookimpl
 from agentcompass.errors import UsageError
+from agentcompass.runtime.shortening import shorten
 
 if TYPE_CHECKING:
     from agentcompass.runtime.records import ModelCallEvent, RunSummary, TaskEvent
@@ -64,20 +65,23 @@ def enabled_by_env() -> bool:
 def otlp_exporter() -> SpanExporter:
     """The OTLP span exporter the standard variables ask for: ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` or
     ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``http/protobuf``, the default, or ``grpc``), each exporter reading its
-    endpoint, headers, timeout and TLS settings from ``OTEL_EXPORTER_OTLP_[TRACES_]*`` itself."""
+    endpoint, headers, timeout and TLS settings from ``OTEL_EXPORTER_OTLP_[TRACES_]*`` itself; wrapped in a
+    :class:`~agentcompass_otel.delivery.GuardedExporter` (no collector: one warning line, no wait)."""
+    from agentcompass_otel.delivery import GuardedExporter, traces_endpoint
+
     protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
                 or "http/protobuf").strip()
     if protocol == "http/protobuf":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        return OTLPSpanExporter()
+        return GuardedExporter(OTLPSpanExporter(), traces_endpoint(protocol))
     if protocol == "grpc":
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
         except ImportError:
             raise UsageError("OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the gRPC exporter: "
                              "pip install 'agentcompass-otel[grpc]'") from None
-        return GrpcExporter()
+        return GuardedExporter(GrpcExporter(), traces_endpoint(protocol))
     raise UsageError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported; use http/protobuf or grpc")
 
 
@@ -93,7 +97,7 @@ def _ns(seconds: float) -> int:
 def _cut(text: str | None) -> str | None:
     if text is None:
         return None
-    return text if len(text) <= MAX_ERROR else text[:MAX_ERROR] + "…"
+    return shorten(text, MAX_ERROR)
 
 
 def _primary_metric(run_dir: str) -> str | None:

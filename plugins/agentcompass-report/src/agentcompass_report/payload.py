@@ -17,6 +17,7 @@ from typing import Any
 
 from agentcompass.run_directory import Key, RunReader
 from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json
+from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 from agentcompass_report.conversation import REPORT_CAPS, Caps, capped, conversation
@@ -120,9 +121,7 @@ def total_cost(usage: Mapping[str, Any]) -> float | None:
 def _short(value: Any) -> str:
     if value is None:
         return ""
-    text = value if isinstance(value, str) else str(value)
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first[:ROW_TEXT]
+    return shorten(value, ROW_TEXT)
 
 
 def row(data: Mapping[str, Any], primary: str) -> list[Any]:

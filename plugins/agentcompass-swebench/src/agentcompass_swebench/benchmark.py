@@ -65,6 +65,7 @@ CONTRACT = make_metric_contract(
     primary=PRIMARY, scalar=(PRIMARY, "fail_to_pass", "pass_to_pass"),
     labels={PRIMARY: "Resolved", "fail_to_pass": "FAIL_TO_PASS passed", "pass_to_pass": "PASS_TO_PASS kept"},
     binary=True,
+    bounds=(0, 1),  # every scalar is a share of tests (or 0/1): no interval leaves [0, 1]
 )
 #: Files of an attempt's artifacts directory.
 MODEL_PATCH = "model.patch"
