@@ -36,7 +36,6 @@ from agentcompass.errors import RunInterrupted, UsageError
 from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
-from agentcompass.logging import make_run_logger
 from agentcompass.models.gateway import ModelGateway, is_loopback
 from agentcompass.models.metering import CallRecord
 from agentcompass.models.roles import GatewayModelAccess, build_clients, model_aliases, model_ids, spent_usd
@@ -53,6 +52,7 @@ from agentcompass.resolve import (
 )
 from agentcompass.results.run_dir import LOGS, RunDirectory
 from agentcompass.results.summary import build_run_info, build_summary, contract_json, planned_work
+from agentcompass.run_log_writer import make_run_logger
 from agentcompass.run_modes import NewRun, Rescoring, ResumedRun, RunMode
 from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.executor import AttemptSpec
