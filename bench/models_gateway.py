@@ -204,8 +204,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "agentcompass_models.fake_server", "--latency", str(latency),
-                             "--fixed-reply", "Fine, thanks."], stdout=subprocess.PIPE, text=True)
+    # The loopback server of the models plugin's tests (tests/models/fake_server.py), run from the checkout.
+    proc = subprocess.Popen([sys.executable, "-m", "tests.models.fake_server", "--latency", str(latency),
+                             "--fixed-reply", "Fine, thanks."], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 

@@ -6,7 +6,7 @@
    replaces). Wall time of each, and that both produced the same number of results. Target: the suite is faster.
 2. **The leaderboard of 100 cells x 1,000 tasks**: synthetic finished run directories (written through the core's
    own writer, as bench/report.py does; 2 benchmarks, 2% errors), then ``suite show --json``'s function
-   (:func:`agentcompass.run_directory.leaderboard`, paired differences included) and the report plugin's
+   (:func:`agentcompass.runtime.run_reader.leaderboard`, paired differences included) and the report plugin's
    leaderboard page, written. Target: <= 2 s.
 
 Each measurement is repeated (``--repeat``) and printed as a range: the machine is shared.
@@ -140,8 +140,8 @@ def make_board(root: Path, n_cells: int, n_tasks: int) -> Path:
 
 
 def board_bench(root: Path) -> tuple[float, float, int]:
-    from agentcompass.run_directory import leaderboard
     from agentcompass.runtime.model_providers import Redactor
+    from agentcompass.runtime.run_reader import leaderboard
     from agentcompass_report.leaderboard import leaderboard_page
 
     started = time.perf_counter()

@@ -148,7 +148,7 @@ def test_console_summary_json_and_report_show_the_same_bounded_interval(tmp_path
     assert f"[{low:.4f}, {high:.4f}]" in proc.stdout
     shown = run_cli_subprocess("results", "show", str(out), testing=False)
     assert f"[{low:.4f}, {high:.4f}]" in shown.stdout
-    from agentcompass.run_directory import RunReader
+    from agentcompass.runtime.run_reader import RunReader
     from agentcompass_report.payload import live_summary, summary_of
 
     files = RunReader.open(out)

@@ -4,6 +4,9 @@ core's import graph has no cycle. Every import counts: at the top, inside functi
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
+import sys
 from pathlib import Path
 
 import agentcompass
@@ -37,14 +40,22 @@ def imported(path: Path, modules: dict[str, Path]) -> set[str]:
     return {m for m in found if m in modules}
 
 
+def is_warning(node: ast.stmt) -> bool:
+    """``warnings.warn(...)``: what a deprecated import path says when imported."""
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) == "warnings.warn")
+
+
 def only_hands_names_on(path: Path) -> bool:
-    """A module kept so that an import path works: a docstring, imports and ``__all__``, nothing else."""
+    """A module that only hands names on under another import path: a docstring, imports, ``__all__`` and (when
+    the path is deprecated) its warning, nothing else."""
     body = ast.parse(path.read_text()).body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     return all(
         isinstance(node, ast.Import | ast.ImportFrom)
         or (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"])
+        or is_warning(node)
         for node in body
     )
 
@@ -111,15 +122,44 @@ def test_the_core_has_no_import_cycle():
     assert cycles(graph()) == []
 
 
-#: Modules kept so that an old import path works.
-OLD_PATHS = ("agentcompass.runtime.remote", "agentcompass.runtime.providers", "agentcompass.runtime.comparison",
-             "agentcompass.testing.models")
+#: Deprecated import paths, each with the module to import instead; they warn, and go in 0.2.0.
+DEPRECATED = {"agentcompass.run_directory": "agentcompass.runtime.run_reader",
+              "agentcompass.runtime.comparison": "agentcompass.runtime.run_reader"}
+OLD_PATHS = tuple(DEPRECATED)
+
+#: Old import paths removed before any release (their modules' new names had been announced with them).
+REMOVED = {"agentcompass.runtime.providers": "agentcompass.runtime.model_providers",
+           "agentcompass.testing.models": "agentcompass.testing.scripted_models"}
 
 
 def test_old_import_paths_only_hand_names_on_and_the_core_does_not_use_them():
     modules, edges = core_modules(), graph()
     assert [name for name in OLD_PATHS if not only_hands_names_on(modules[name])] == []
     assert sorted(f"{n} imports {old}" for n, targets in edges.items() for old in OLD_PATHS if old in targets) == []
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(DEPRECATED.items()))
+def test_a_deprecated_import_path_warns_naming_the_new_path_and_the_version_it_goes_in(monkeypatch, old, new):
+    monkeypatch.delitem(sys.modules, old, raising=False)  # imported afresh, as a user's first import is
+    with pytest.warns(DeprecationWarning) as caught:
+        module = importlib.import_module(old)
+    [warning] = [w for w in caught if w.category is DeprecationWarning]
+    assert f"{old} is deprecated" in str(warning.message)
+    assert new in str(warning.message) and "0.2.0" in str(warning.message)
+    assert {name: getattr(module, name) for name in module.__all__} == {
+        name: getattr(importlib.import_module(new), name) for name in module.__all__}
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(REMOVED.items()))
+def test_removed_import_paths_are_gone(old, new):
+    assert importlib.util.find_spec(old) is None
+    assert importlib.util.find_spec(new) is not None
+
+
+def test_the_engine_never_imports_the_testing_kit():
+    kit = ("agentcompass.testing", "agentcompass.testing.")
+    assert sorted(f"{name} imports {target}" for name, targets in graph().items() if not name.startswith(kit)
+                  for target in targets if target.startswith(kit)) == []
 
 
 @pytest.mark.parametrize(("source", "expected"), [

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcompass.testing.models import LoopbackOpenAI, text
+from agentcompass.testing.scripted_models import LoopbackOpenAI, text
 
 from tests.helpers.cli_processes import run_cli_subprocess
 

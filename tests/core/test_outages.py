@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from agentcompass.testing.models import LoopbackOpenAI
+from agentcompass.testing.scripted_models import LoopbackOpenAI
 
 from tests.harnesses.support import solver
 from tests.helpers.cli_processes import run_cli_subprocess

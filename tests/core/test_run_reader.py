@@ -1,4 +1,4 @@
-"""The public run-directory reader (``agentcompass.run_directory.RunReader``) on a real run: what it reads, and
+"""The public run-directory reader (``agentcompass.runtime.run_reader.RunReader``) on a real run: what it reads, and
 how it follows a run that is still writing (by byte offset, torn lines waiting for their newline)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 from agentcompass.errors import ResultsError
-from agentcompass.run_directory import LOGS, RESULTS, TRAJECTORIES, RunReader
+from agentcompass.runtime.run_reader import LOGS, RESULTS, TRAJECTORIES, RunReader
 
 from tests.helpers.cli_processes import finished_run, read_jsonl
 

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from agentcompass.testing.models import LoopbackOpenAI
+from agentcompass.testing.scripted_models import LoopbackOpenAI
 
 from tests.harnesses.support import assistant_turns, instruction, solver
 from tests.helpers.cli_processes import run_cli_subprocess, start_cli
@@ -57,7 +57,7 @@ def test_results_show_of_a_killed_run_shows_its_results_so_far(tmp_path):
     assert "still going or was killed" in shown.stderr and "UNFINISHED:" in shown.stdout
     assert "trial" in shown.stdout.splitlines()[-len(read_jsonl(out / "results.jsonl")) - 2]
     # the report and a live `view` know the planned total and list the unfinished work
-    from agentcompass.run_directory import RunReader
+    from agentcompass.runtime.run_reader import RunReader
     from agentcompass_report.payload import contract_of, live_summary, rows, summary_of, unfinished_rows
 
     files = RunReader.open(out)

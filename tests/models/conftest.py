@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from agentcompass_models import http as models_http
-from agentcompass_models.fake_server import FakeModelServer
 
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import API_KEY, MODEL
 
 

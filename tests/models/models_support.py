@@ -28,7 +28,8 @@ from agentcompass.runtime import (
 )
 from agentcompass.runtime.metrics import make_metric_contract
 from agentcompass.runtime.model_providers import ProviderSettings
-from agentcompass_models.fake_server import FakeModelServer
+
+from tests.models.fake_server import FakeModelServer
 
 API_KEY = "sk-test-abcdef123456"
 MODEL = "tiny"

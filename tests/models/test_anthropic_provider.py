@@ -9,8 +9,8 @@ from agentcompass.errors import UsageError
 from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass.runtime.models import ModelError
 from agentcompass_models.anthropic import from_anthropic, make_anthropic, to_anthropic
-from agentcompass_models.fake_server import FakeModelServer
 
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import API_KEY, MODEL, settings
 
 TOOLS = [{"type": "function", "function": {

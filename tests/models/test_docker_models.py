@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from agentcompass_models.fake_server import FakeModelServer
 
 from tests.helpers.docker_engine import require_engine
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import (
     API_KEY,
     EXPECTED_SCORES,

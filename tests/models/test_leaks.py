@@ -20,7 +20,6 @@ from agentcompass.models.metering import RECORD_LIMIT
 from agentcompass.redaction import Redactor
 from agentcompass.runtime import RunRequest
 from agentcompass.runtime.models import ModelError
-from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.http import ERROR_SNIPPET
 from agentcompass_models.openai import make_openai_compatible
 from click.testing import CliRunner
@@ -28,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.examples import examples
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import API_KEY, MODEL, ProbeBenchmark, cli, plugin_host, read_jsonl, run
 from tests.models.models_support import settings as client_settings
 

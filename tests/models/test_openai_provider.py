@@ -12,9 +12,9 @@ import pytest
 from agentcompass.errors import UsageError
 from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass.runtime.models import ModelError
-from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.openai import make_openai, make_openai_compatible
 
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import API_KEY, MODEL, settings
 
 TOOLS = [{"type": "function", "function": {

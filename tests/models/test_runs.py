@@ -13,9 +13,9 @@ from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
 from agentcompass.runtime import RunRequest
 from agentcompass.runtime.model_providers import ProviderSettings
-from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.openai import make_openai_compatible
 
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import API_KEY, EXPECTED_SCORES, MODEL, all_text, cli, probe, read_jsonl, run
 
 # -- end to end through the CLI ------------------------------------------------------------------------

@@ -10,12 +10,12 @@ import tempfile
 from pathlib import Path
 
 from agentcompass.cli.main import cli as agentcompass_cli
-from agentcompass_models.fake_server import FakeModelServer
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.examples import examples
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import MODEL, ProbeBenchmark, plugin_host
 
 secret_values = st.text(alphabet=string.ascii_letters + string.digits + "-_.~+/=\"\\\\", min_size=6, max_size=48).map(

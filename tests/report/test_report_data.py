@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from agentcompass.run_directory import RunReader
 from agentcompass.runtime.model_providers import Redactor
+from agentcompass.runtime.run_reader import RunReader
 from agentcompass_report.compare import compare
 from agentcompass_report.conversation import Caps, conversation
 from agentcompass_report.page import json_for_html, render

@@ -1,10 +1,12 @@
-"""Public API for reading run directories (the report and other tools import this, never ``agentcompass.results``):
-the incremental :class:`RunReader`, the file names of the run-directory contract, comparing runs
-(:func:`load_run`, :func:`compare`: the numbers ``agentcompass results compare`` prints), and a suite directory's
-leaderboard (:func:`leaderboard`, :func:`is_suite_directory`: what ``agentcompass suite show --json`` prints)."""
+"""Deprecated: the old import path of :mod:`agentcompass.runtime.run_reader` (reading run directories). Importing it
+warns; it goes in 0.2.0."""
 
-from agentcompass.results.comparison import Comparison, LoadedRun, MetricComparison, RunSide, compare, load_run
-from agentcompass.results.lines import (
+import warnings
+
+warnings.warn("agentcompass.run_directory is deprecated and goes in 0.2.0: import agentcompass.runtime.run_reader "
+              "instead (the same names)", DeprecationWarning, stacklevel=2)
+
+from agentcompass.runtime.run_reader import (  # noqa: E402
     ARTIFACTS,
     ATTEMPTS,
     LOGS,
@@ -12,11 +14,19 @@ from agentcompass.results.lines import (
     RUN_JSON,
     SUMMARY,
     TRAJECTORIES,
+    Comparison,
+    Key,
+    LoadedRun,
+    MetricComparison,
+    RunReader,
+    RunSide,
+    compare,
+    is_suite_directory,
+    leaderboard,
+    load_run,
     read_json_file,
     result_problem,
 )
-from agentcompass.results.reader import Key, RunReader
-from agentcompass.suites.leaderboard import is_suite_directory, leaderboard
 
 __all__ = ["ARTIFACTS", "ATTEMPTS", "LOGS", "RESULTS", "RUN_JSON", "SUMMARY", "TRAJECTORIES", "Comparison", "Key",
            "LoadedRun", "MetricComparison", "RunReader", "RunSide", "compare", "is_suite_directory", "leaderboard",

@@ -35,7 +35,6 @@ from agentcompass.errors import ResultsError, RunInterrupted, UsageError
 from agentcompass.execution import InProcessContext
 from agentcompass.exit_codes import ExitCode
 from agentcompass.interrupts import Interrupts
-from agentcompass.logging import make_run_logger
 from agentcompass.models.call_sources import provenance
 from agentcompass.models.gateway import ModelGateway, is_loopback
 from agentcompass.models.metering import CallRecord
@@ -59,6 +58,7 @@ from agentcompass.results.summary import (
     earlier_invocations,
     planned_work,
 )
+from agentcompass.run_log_writer import make_run_logger
 from agentcompass.run_modes import NewRun, Rescoring, ResumedRun, RunMode
 from agentcompass.runtime.environment import EnvironmentDemand
 from agentcompass.runtime.executor import AttemptSpec

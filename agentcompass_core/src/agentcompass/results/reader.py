@@ -1,8 +1,9 @@
-"""The public reader of run directories: validated, incremental, for finished runs and live ones alike.
+"""The reader of run directories: validated, incremental, for finished runs and live ones alike (public as
+:mod:`agentcompass.runtime.run_reader`).
 
 ::
 
-    from agentcompass.run_directory import RunReader
+    from agentcompass.runtime.run_reader import RunReader
 
     run = RunReader.open(Path("runs/RUN_ID"))   # run.json checked; what the files hold so far read
     run.results[("task_1", 1)]                   # the final record of (task, trial), as its JSON object

@@ -17,7 +17,7 @@ Files are fsync'ed at most once a second and when the run ends.
 Every record read back is validated through the converter: a line that is not a valid record is skipped
 with a warning naming the file and line (see :attr:`RunDirectory.warnings`), never counted, so its task runs
 again on resume. This is the runner's reader and writer; plugins read run directories with the public, incremental
-:class:`agentcompass.results.reader.RunReader` (``agentcompass.run_directory``).
+:class:`agentcompass.results.reader.RunReader` (``agentcompass.runtime.run_reader``).
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ class ModelClient(abc.ABC):
 
     Providers register a factory with ``register_models``; for ``MODEL`` = ``provider/name`` the runtime calls
     ``factory(name, settings=settings, **options)``: ``settings`` is the run's
-    :class:`~agentcompass.runtime.providers.ProviderSettings` (base URL, the *name* of the key's variable,
+    :class:`~agentcompass.runtime.model_providers.ProviderSettings` (base URL, the *name* of the key's variable,
     retries, connections, timeout), ``options`` the ``--model-arg`` values as strings (the agent role only).
     Reject an option you do not know with :class:`~agentcompass.errors.UsageError`.
     """

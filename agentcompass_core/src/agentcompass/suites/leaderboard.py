@@ -11,7 +11,7 @@ The baseline of a benchmark is the ``baseline`` asked for (``--baseline``, else 
 cell of that benchmark, else the benchmark's first cell in suite order. Cells are sorted by mean, best first
 (cells with no figures last).
 
-Public through :mod:`agentcompass.run_directory` (:func:`leaderboard`, :func:`is_suite_directory`): the report
+Public through :mod:`agentcompass.runtime.run_reader` (:func:`leaderboard`, :func:`is_suite_directory`): the report
 plugin's leaderboard page shows exactly this.
 """
 

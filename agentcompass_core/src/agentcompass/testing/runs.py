@@ -244,7 +244,7 @@ async def run_benchmark(
         ``BaseHarness.run``'s arguments ``(task, prepared, req, plan, env)``. Default: ``"none"`` for a
         ``HarnessFreeBenchmark``, else ``"nop"``.
     :param model: a ``PROVIDER/NAME`` string (``"mock"``), a ``ModelClient``, or a responder function
-        (see :mod:`agentcompass.testing.models`), served to the run like any provider.
+        (see :mod:`agentcompass.testing.scripted_models`), served to the run like any provider.
     :param environment: a registered name, an ``EnvironmentProvider`` subclass or instance.
     :param host: the plugins (default: the installed ones, :func:`agentcompass.plugins.load_plugins`).
     :param run_dir: the run directory (default: a new temporary directory).

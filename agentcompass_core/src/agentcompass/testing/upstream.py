@@ -2,7 +2,7 @@
 
 :class:`LoopbackUpstream` answers ``POST /v1/chat/completions``, ``/v1/messages``, ``/v1/messages/count_tokens``,
 ``/v1/responses`` and Gemini's ``/v1beta/models/NAME:generateContent`` / ``:streamGenerateContent?alt=sse`` /
-``:countTokens`` on ``127.0.0.1`` from a :class:`~agentcompass.testing.models.ScriptedModel` (default:
+``:countTokens`` on ``127.0.0.1`` from a :class:`~agentcompass.testing.scripted_models.ScriptedModel` (default:
 the ``mock`` policy), whole or streamed in small pieces (``piece`` characters, ``delay`` seconds apart), and
 records every request as it arrived (``requests``: path, headers, JSON body) so a test can compare what reached
 the provider with what the agent sent::
@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agentcompass.protocols import CODECS, ProtocolError
+from agentcompass.runtime.codecs import CODECS, ProtocolError
 from agentcompass.runtime.model_stream import TextDelta, ToolCallDelta, events_of
 from agentcompass.runtime.models import ModelClient, ModelError
 from agentcompass.testing.scripted_models import DEFAULT_API_KEY, ScriptedModel

@@ -1,6 +1,6 @@
 """What an export reads of a run directory: the run's record, its final results, retried attempts, and the model
 calls of each (task, trial)'s final attempt — a thin adapter over the core's public reader
-(:class:`agentcompass.run_directory.RunReader`), which validates the records, skips damaged lines with a warning
+(:class:`agentcompass.runtime.run_reader.RunReader`), which validates the records, skips damaged lines with a warning
 naming file and line, and passes a torn last line over. Results become the public
 :class:`~agentcompass.runtime.RunResult`; ``run.json`` and ``summary.json`` are read as :class:`Record` objects.
 Nothing in the directory is changed. Trajectories are read per (task, trial) from their byte ranges, so only one
@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 from agentcompass.errors import ResultsError
-from agentcompass.run_directory import SUMMARY, RunReader, read_json_file
 from agentcompass.runtime import RunResult, TaskStatus
+from agentcompass.runtime.run_reader import SUMMARY, RunReader, read_json_file
 
 Key = tuple[str, int]
 #: The model calls of one attempt, in the order they were made (``trajectories.jsonl`` lines).

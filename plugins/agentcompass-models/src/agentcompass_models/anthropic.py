@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
-from agentcompass.protocols.shared import arguments_object, split_data_url
+from agentcompass.runtime.codecs import arguments_object, split_data_url
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse, Usage

@@ -1,5 +1,5 @@
 """``gemini``: Google's Gemini API (``generateContent``), spoken in OpenAI's message format on the agentcompass
-side through the core's Gemini codec (:mod:`agentcompass.protocols.gemini`).
+side through the core's Gemini codec (``CODECS["gemini"]`` of :mod:`agentcompass.runtime.codecs`).
 
 Key from ``$GEMINI_API_KEY`` (then ``$GOOGLE_API_KEY``; or the variable ``--model-api-key-env`` names, or the
 credentials file's ``[gemini]``), sent as ``x-goog-api-key``; base URL (the API root, without the version) from
@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
-from agentcompass.protocols import CODECS, CanonicalRequest, ProtocolError
+from agentcompass.runtime.codecs import CODECS, CanonicalRequest, ProtocolError
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
-from agentcompass.protocols.chat import wire_messages, wire_tools
+from agentcompass.runtime.codecs import wire_messages, wire_tools
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials, parse_value
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse, ModelError, Usage

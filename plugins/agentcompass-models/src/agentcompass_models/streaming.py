@@ -14,8 +14,7 @@ import json
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentcompass.protocols import CODECS, ProtocolError
-from agentcompass.protocols.sse import SSEParser
+from agentcompass.runtime.codecs import CODECS, ProtocolError, SSEParser
 from agentcompass.runtime.model_stream import NativeRequest, StreamEnd, StreamEvent, events_of
 
 from agentcompass_models.native import send_native

@@ -1,5 +1,5 @@
 """The comparison the page shows for several runs: each later run against the first, exactly as
-``results compare`` computes it (:mod:`agentcompass.run_directory`), as JSON for the page."""
+``results compare`` computes it (:mod:`agentcompass.runtime.run_reader`), as JSON for the page."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import AgentCompassError
-from agentcompass.run_directory import RunReader, load_run
-from agentcompass.run_directory import compare as compare_runs
+from agentcompass.runtime.run_reader import RunReader, load_run
+from agentcompass.runtime.run_reader import compare as compare_runs
 
 
 def compare(a: RunReader, b: RunReader) -> dict[str, Any]:

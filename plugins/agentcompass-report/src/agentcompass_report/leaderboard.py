@@ -1,6 +1,6 @@
 """The leaderboard page of a suite directory: one self-contained HTML file, no script, no network.
 
-The figures are :func:`agentcompass.run_directory.leaderboard`'s — exactly what ``agentcompass suite show``
+The figures are :func:`agentcompass.runtime.run_reader.leaderboard`'s — exactly what ``agentcompass suite show``
 prints: per benchmark, every cell's mean with its 95% interval (drawn as a bar), pass^k, errors, tokens, cost,
 time, and its paired difference against the baseline cell. Each cell's name links to its run's own report
 (``CELL/report.html``, written beside it by ``agentcompass report SUITE_DIR``).
@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentcompass.run_directory import leaderboard
 from agentcompass.runtime.model_providers import Redactor
+from agentcompass.runtime.run_reader import leaderboard
 
 from agentcompass_report.page import _hash, asset
 

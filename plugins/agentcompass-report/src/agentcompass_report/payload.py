@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from agentcompass.run_directory import Key, RunReader
 from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json
+from agentcompass.runtime.run_reader import Key, RunReader
 from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunResult, TaskStatus
 

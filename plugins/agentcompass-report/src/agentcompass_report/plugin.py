@@ -95,7 +95,7 @@ def report_command(run_dirs: tuple[Path, ...], output: Path | None, max_text: in
 
 
 def _is_suite(path: Path) -> bool:
-    from agentcompass.run_directory import is_suite_directory
+    from agentcompass.runtime.run_reader import is_suite_directory
 
     return is_suite_directory(path)
 

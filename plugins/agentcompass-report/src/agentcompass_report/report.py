@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentcompass.run_directory import RunReader
 from agentcompass.runtime.model_providers import Redactor
+from agentcompass.runtime.run_reader import RunReader
 
 from agentcompass_report.compare import comparisons
 from agentcompass_report.conversation import REPORT_CAPS, Caps

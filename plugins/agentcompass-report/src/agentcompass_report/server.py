@@ -21,8 +21,8 @@ from typing import Any
 
 import attrs
 from agentcompass.errors import UsageError
-from agentcompass.run_directory import RunReader
 from agentcompass.runtime.model_providers import Redactor
+from agentcompass.runtime.run_reader import RunReader
 from aiohttp import web
 
 from agentcompass_report.compare import comparisons

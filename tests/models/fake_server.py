@@ -17,7 +17,7 @@ Leaks, for the secret-masking tests: ``leak_key=True`` makes replies repeat the 
 ``leak_encodings=True``, its base64, basic-auth and URL-encoded forms); ``echo_key_at=N`` makes the 401 for a
 wrong key quote it at offset N of a long message, as some providers quote the request back.
 
-From a shell: ``python -m agentcompass_models.fake_server --port 8000 --latency 0.1`` prints its base URL.
+From a shell: ``python -m tests.models.fake_server --port 8000 --latency 0.1`` prints its base URL.
 """
 
 from __future__ import annotations

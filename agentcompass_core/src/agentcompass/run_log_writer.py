@@ -1,7 +1,8 @@
-"""Structured logs of a run: structlog JSON lines in the run directory, secrets masked.
+"""The writer of a run's structured logs: structlog JSON lines in the run directory's ``logs.jsonl``, secrets masked.
 
 No global structlog configuration is touched: each run gets its own bound logger, so library users and
-tests can run several runs in one process.
+tests can run several runs in one process. Plugin code logs through :func:`agentcompass.runtime.logs.get_logger`,
+which the runner points at the logger made here.
 """
 
 from __future__ import annotations
