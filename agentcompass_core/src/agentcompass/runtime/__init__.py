@@ -11,7 +11,9 @@ Beside this package's names:
   estimators), :mod:`agentcompass.runtime.options` (parsing plugin options), :mod:`agentcompass.runtime.logs`
   (the run's logger), :mod:`agentcompass.runtime.names`, :mod:`agentcompass.runtime.seeds`,
   :mod:`agentcompass.runtime.owned_dirs` (host directories a run owns), :mod:`agentcompass.runtime.known_secrets`
-  (what a run masks), :mod:`agentcompass.runtime.chat_client` (an OpenAI client for code inside environments);
+  (what a run masks), :mod:`agentcompass.runtime.chat_client` (an OpenAI client for code inside environments),
+  :mod:`agentcompass.runtime.shortening` (an error cut to one line at word boundaries) and
+  :mod:`agentcompass.runtime.wording` (counts in words: "1 call");
 * executors: :mod:`agentcompass.runtime.executor` (the executor seam), :mod:`agentcompass.runtime.attempt_spec`,
   :mod:`agentcompass.runtime.phases` (an attempt's phases and default timeouts),
   :mod:`agentcompass.runtime.remote` (running attempts elsewhere: the worker, and the data that crosses,
