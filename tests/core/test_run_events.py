@@ -46,7 +46,7 @@ async def test_a_resume_announces_its_work_what_was_done_and_the_damaged_line_it
     with observing(host, first, "first"):
         await Runner(host, req, run_dir=run_dir, handle_signals=False).run()
     assert first.seen[0] == ("started", (3, 0))
-    assert first.figures == [LiveFigures(in_flight=0, cost_usd=None)]  # nothing in flight yet; mock has no price
+    assert first.figures == [LiveFigures(in_flight=0, cost_usd=0.0)]  # nothing in flight yet; the mock costs 0
     assert sorted(v for k, v in first.seen if k == "finished") == ["t0", "t1", "t2"]
 
     results = run_dir / "results.jsonl"

@@ -20,7 +20,7 @@ from tests.helpers.cli_processes import ROOT, read_jsonl
 #: Keys whose values are timings or name an answer's source: they differ between a run and its replay.
 VOLATILE = frozenset({"timings", "latency_s", "seconds", "bash_seconds", "started_at", "ttft_s", "source",
                       "replayed", "replay_live", "cache_hits", "cache_saved_tokens", "cache_saved_usd",
-                      "saved_cost_usd", "duration_s", "run_dir", "run_id"})
+                      "saved_cost_usd", "duration_s", "run_dir", "run_id", "started"})
 
 
 def agentcompass(*args: str, cwd: Path = ROOT, timeout: float = 600,

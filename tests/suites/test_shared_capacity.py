@@ -81,7 +81,8 @@ def test_a_shared_max_cost_stops_every_cell(host, tmp_path):
 
 def test_a_shared_max_cost_needs_prices(host, tmp_path):
     runner = SuiteRunner(host, SuiteDirectory(tmp_path / "s"), max_cost=1.0, handle_signals=False)
-    outcome = asyncio.run(runner.run(expand(grid(1), "s.toml")))
+    unpriced = grid(1, model="openai-compatible/unpriced", model_base_url="http://127.0.0.1:9/v1")
+    outcome = asyncio.run(runner.run(expand(unpriced, "s.toml")))
     assert outcome.cells[0].state == "failed" and "--max-cost needs a price" in outcome.cells[0].error
 
 

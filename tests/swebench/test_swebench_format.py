@@ -4,7 +4,6 @@ prediction files, the instruction, and grading by the package's own functions.""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,7 +60,7 @@ def test_each_instance_declares_an_evaluate_phase_that_fits_the_official_test_ti
     assert {merged[t.task_id]["evaluate"] for t in tasks} == {1800 + 60}  # upstream's 1800 s, plus the slack
     short = task_timeouts(SWEBench(dataset=str(swebench_rows.dataset), eval_timeout="30"), req, tasks)
     assert {short[t.task_id]["evaluate"] for t in tasks} == {90}
-    explicit = replace(req, phase_timeouts={"evaluate": 120.0})  # the user's flag still wins
+    explicit = req.with_options(phase_timeouts={"evaluate": 120.0})  # the user's flag still wins
     assert {task_timeouts(SWEBench(dataset=str(swebench_rows.dataset)), explicit, tasks)[t.task_id]["evaluate"]
             for t in tasks} == {120}
 

@@ -223,7 +223,7 @@ def build_log(source: RunSource) -> EvalLog:
     )
     from inspect_ai.model import ModelConfig
 
-    info, summary, req = source.info, source.summary, source.info.request
+    info, summary, req = source.info, source.summary, source.info.request  # run.json: options by name
     roles = source.roles
     calls = dict(source.final_calls())
     samples = [_sample(source, r, calls.get(key, [])) for key, r in sorted(
@@ -235,16 +235,16 @@ def build_log(source: RunSource) -> EvalLog:
         solver_args=dict(req.harness_args),
         dataset=EvalDataset(name=req.benchmark, samples=summary.n_tasks if summary else len(task_ids),
                             sample_ids=task_ids),
-        model=roles.get("agent", req.model), model_args=dict(req.model_args), model_base_url=req.models.base_url,
+        model=roles.get("agent", req.model), model_args=dict(req.model_args), model_base_url=req.model_base_url,
         model_roles={role: ModelConfig(model=model) for role, model in roles.items() if role != "agent"} or None,
-        config=EvalConfig(epochs=req.tasks.trials, limit=req.tasks.limit, max_samples=req.schedule.concurrency,
-                          retry_on_error=req.schedule.retries or None, token_limit=req.budget.max_tokens_per_task,
-                          cost_limit=req.budget.max_cost),
+        config=EvalConfig(epochs=req.trials, limit=req.limit, max_samples=req.concurrency,
+                          retry_on_error=req.retries or None, token_limit=req.max_tokens_per_task,
+                          cost_limit=req.max_cost),
         packages={"agentcompass": info.agentcompass_version,
                   **{name: version for name, version in info.plugins.items() if version}},
         metadata={"agentcompass": {"run_id": info.run_id, "run_dir": str(source.path), "harness": req.harness,
-                                   "environment": req.environment, "executor": req.execution.executor,
-                                   "seed": req.tasks.seed, "trials": req.tasks.trials,
+                                   "environment": req.environment, "executor": req.executor, "seed": req.seed,
+                                   "trials": req.trials,
                                    "metric_contract": dict(info.plan.metric_contract)}},
     )
     plan = EvalPlan(steps=[EvalPlanStep(solver=req.harness, params=dict(req.harness_args))])
