@@ -19,7 +19,7 @@ from agentcompass.runtime.models import ModelError
 from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.openai import make_openai_compatible
 
-from tests.models.models_support import API_KEY, MODEL, probe, read_jsonl, run
+from tests.models.models_support import API_KEY, MODEL, cli, probe, read_jsonl, run
 
 HTML = "<html><head><title>502 Bad Gateway</title></head><body><center>nginx</center>" + "<p>x</p>" * 200
 #: Script actions of each kind of garbage, and what the error must say of it.
@@ -133,3 +133,22 @@ async def test_the_openai_sdk_through_the_gateway_gets_one_line_naming_the_provi
     assert meter.outage_error == call.error
     why, worth_retrying = meter.unfinished()
     assert worth_retrying and why == f"model provider outage: {call.error}"
+
+
+def test_an_installed_agent_meeting_garbage_leaves_the_task_resumable_naming_the_server(
+        server: FakeModelServer, tmp_path: Path) -> None:
+    # example_interactive's own runner (a subprocess, a client we did not write) calls through the gateway.
+    action, said = GARBAGE["html"]
+    server.script += [action] * 10
+    out = tmp_path / "run"
+    args = ["--model-base-url", server.base_url, "--model-api-key-env", "TEST_MODEL_KEY", "--max-retries", "1"]
+    proc = cli(["run", "example_interactive", "none", f"openai-compatible/{MODEL}", "-t", "create_basic", *args,
+                "-o", str(out)], env={"TEST_MODEL_KEY": API_KEY})
+    assert proc.returncode == 1, proc.stderr
+    assert read_jsonl(out / "results.jsonl") == []  # not a final RUN_ERROR
+    (attempt,) = read_jsonl(out / "attempts.jsonl")
+    _one_line_naming(attempt["error"], server, said)
+    server.script.clear()
+    again = cli(["run", "--resume", str(out)], env={"TEST_MODEL_KEY": API_KEY})
+    assert again.returncode == 0, again.stderr
+    assert [r["status"] for r in read_jsonl(out / "results.jsonl")] == ["COMPLETED"]
