@@ -11,7 +11,10 @@ to misbehave, which is what the provider tests and ``bench/`` use::
 
 Script actions, consumed one per request in order: ``{"status": N, "headers": {...}, "message": "..."}`` (an
 error answer), ``{"delay": seconds}`` (answer late), ``{"malformed": true}`` (a 200 whose body is not JSON),
-``{"reply": {...assistant message...}}`` (a fixed answer), ``{"drop": true}`` (close the connection).
+``{"reply": {...assistant message...}}`` (a fixed answer), ``{"drop": true}`` (close the connection), and
+garbage a misconfigured server or proxy answers with: ``{"garbage": "<html>..."}`` (a 200 with that text as
+``text/html``), ``{"json": {...}}`` (a 200 with that JSON, of whatever shape), ``{"broken_stream": true}`` (a
+200 event stream whose first event is not JSON).
 
 Leaks, for the secret-masking tests: ``leak_key=True`` makes replies repeat the caller's key (and, with
 ``leak_encodings=True``, its base64, basic-auth and URL-encoded forms); ``echo_key_at=N`` makes the 401 for a
@@ -278,6 +281,13 @@ class FakeModelServer:
             return web.Response(status=500)
         if action.get("malformed"):
             return web.Response(status=200, text='{"choices": [', content_type="application/json")
+        if "garbage" in action:
+            return web.Response(status=200, text=str(action["garbage"]), content_type="text/html")
+        if "json" in action:
+            return web.json_response(action["json"])
+        if action.get("broken_stream"):
+            return web.Response(status=200, body=b'data: {"choices": [{"delta": {"content": "Hel\n\ndata: [DONE]\n\n',
+                                headers={"Content-Type": "text/event-stream"})
         if action.get("status"):
             status = int(action["status"])
             message = str(action.get("message") or f"scripted error {status}")

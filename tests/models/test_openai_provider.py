@@ -169,7 +169,7 @@ async def test_malformed_json_every_time_fails_clearly(server: FakeModelServer) 
     server.script.extend([{"malformed": True}] * 5)
     client = make_openai_compatible(MODEL, settings=settings(server, max_retries=1))
     try:
-        with pytest.raises(ModelError, match="malformed response: not JSON"):
+        with pytest.raises(ModelError, match="answered HTTP 200 with a body that is not JSON"):
             await client.chat(HELLO)
     finally:
         await client.aclose()

@@ -169,6 +169,20 @@ def test_a_comparison_shows_the_paired_differences_of_results_compare(browser, r
     browser.save_screenshot(str(artifacts / "comparison-task.png"))
 
 
+def test_a_comparison_puts_the_paired_differences_before_each_runs_results(browser, runs, tmp_path, artifacts):
+    open_page(browser, report([runs["main"], runs["trials"]], tmp_path / "compare.html").as_uri())
+    headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#summary h2")]
+    assert headings[:4] == ["Runs", "Paired differences (each run against run A, on the tasks both finished)",
+                            "Results of run A", "Results of run B"], headings
+    # in the document's order too: the differences' table before either run's results
+    follows = browser.execute_script(
+        "var d = document.getElementById('comparison-1');"
+        "return ['results-0', 'results-1'].map(function (id) {"
+        "  return !!(d.compareDocumentPosition(document.getElementById(id)) & Node.DOCUMENT_POSITION_FOLLOWING); });")
+    assert follows == [True, True]
+    browser.save_screenshot(str(artifacts / "comparison-differences-first.png"))
+
+
 def test_a_script_in_a_model_reply_is_shown_never_run_and_a_planted_key_is_masked(browser, runs, tmp_path, artifacts):
     run = runs["hostile"]
     page = report([run], tmp_path / "hostile.html", env={"REPORT_TEST_API_KEY": PLANTED_KEY})

@@ -90,3 +90,65 @@ def test_the_leaderboard_page_shows_cells_intervals_differences_and_links(browse
     assert run_id in browser.page_source
     browser.back()
     wait_for(browser, "return document.querySelectorAll('tr.cell').length > 0")
+
+
+#: Names as long as real ones (a served model's full name, a descriptive cell name): the columns must still fit.
+LONG_NAMES = """
+baseline = "example_interactive-qwen3-30b-a3b-instruct-e0"
+
+[defaults]
+model = "mock/Qwen/Qwen3-30B-A3B-Instruct-2507-FP8"
+trials = 2
+seed = 5
+
+[matrix]
+benchmark = ["example_interactive"]
+harness = ["none"]
+model_args = [{ error_rate = "0" }, { error_rate = "0.6" }]
+name = "{benchmark}-qwen3-30b-a3b-instruct-e{model_args[error_rate]}"
+"""
+
+#: Per leaderboard table: the right edge of its last column, of its scrolling box and of the window, and
+#: whether the box (not the page) scrolls; after scrolling the box to its end.
+EDGES = """
+return Array.from(document.querySelectorAll('table.lb')).map(function (table) {
+  var box = table.closest('.xscroll');
+  box.scrollLeft = box.scrollWidth;
+  var last = table.querySelector('thead th:last-child').getBoundingClientRect();
+  return {last: last.right, box: box.getBoundingClientRect().right, window: window.innerWidth,
+          page: document.documentElement.scrollWidth, scrolls: box.scrollWidth > box.clientWidth};
+});
+"""
+
+
+@pytest.fixture(scope="module")
+def long_named_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("long-suite")
+    (base / "suite.toml").write_text(LONG_NAMES)
+    out = base / "out"
+    done = run_cli_subprocess("suite", "run", str(base / "suite.toml"), "-o", str(out), testing=False,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr
+    done = run_cli_subprocess("report", str(out), testing=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_every_leaderboard_column_is_visible_at_1400_px_and_the_table_scrolls_when_narrower(
+        browser, long_named_suite, artifacts):
+    try:
+        for width in (1400, 900):
+            browser.set_window_size(width, 1000)
+            browser.get((long_named_suite / "report.html").as_uri())
+            wait_for(browser, "return document.querySelectorAll('tr.cell').length == 2")
+            browser.save_screenshot(str(artifacts / f"leaderboard-long-names-{width}.png"))
+            (edges,) = browser.execute_script(EDGES)
+            assert edges["window"] <= width
+            assert edges["page"] <= edges["window"], edges  # the page itself never scrolls sideways
+            assert edges["last"] <= edges["box"] + 0.5, edges  # the last column is reachable, not clipped
+            if width == 1400:  # ... and at 1,400 px in view without scrolling
+                assert not edges["scrolls"], edges
+            else:
+                assert edges["scrolls"], edges
+    finally:
+        browser.set_window_size(1400, 1000)

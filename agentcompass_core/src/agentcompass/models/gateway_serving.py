@@ -308,11 +308,11 @@ async def _stream_whole(gateway: ModelGateway, request: web.Request, codec: Code
                         call: MeteredCall, reply: NativeReply, role: str) -> web.StreamResponse:
     """A provider that answered a streamed request whole: its answer, streamed in the agent's protocol."""
     mask = gateway.redactor.text
-    try:
-        response = codec.parse_response(json.loads(mask(reply.body.decode("utf-8", errors="replace"))))
-    except (ProtocolError, ValueError) as exc:
-        call.fail(ModelError(f"unreadable answer from the provider: {exc}"))
-        status, payload, headers = _failure(gateway, codec, role, call_error(call))
+    text = mask(reply.body.decode("utf-8", errors="replace"))
+    response = _read_answer(codec, reply, text)
+    if isinstance(response, ModelError):
+        call.fail(response)
+        status, payload, headers = _failure(gateway, codec, role, response)
         return web.json_response(payload, status=status, headers=headers)
     call.finish(response)
     encoder = codec.encoder(response.model or call.record.model, canonical)
@@ -328,6 +328,48 @@ def call_error(call: MeteredCall) -> ModelError:
     return ModelError(call.record.error or "the provider's answer could not be read", status=502)
 
 
+#: Characters of an unreadable answer quoted in its error (masked before they are cut).
+QUOTED_CHARS = 160
+
+
+def unreadable(reply: NativeReply, what: str, said: str) -> ModelError:
+    """The provider answered (``reply``) with something the gateway cannot read — ``what`` ("a body that is not
+    JSON", ...), ``said`` (masked already) — the provider's failure, like a 5xx: retryable, so an outage. One
+    line naming who answered and quoting the start of the answer."""
+    text = " ".join(said.split())
+    quoted = text[:QUOTED_CHARS] + ("..." if len(text) > QUOTED_CHARS else "")
+    return ModelError(f"{reply.origin or 'the provider'}: answered HTTP {reply.status} with {what}: {quoted!r}",
+                      retryable=True)
+
+
+def _read_answer(codec: Codec, reply: NativeReply, text: str) -> Any:
+    """The answer in ``text`` (the masked body of a 200), or the :func:`unreadable` error saying why not."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return unreadable(reply, "a body that is not JSON", text)
+    try:
+        return codec.parse_response(data)
+    except Exception as exc:  # the codec's complaint, or what an odd shape made it trip on
+        return unreadable(reply, f"JSON that is not the protocol's answer ({_why(exc)})", text)
+
+
+def _why(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, ProtocolError) else describe(exc)
+
+
+def _feed(decoder: Any, reply: NativeReply, name: str, data: str, mask: Any) -> list[Any]:
+    """``decoder.feed`` of one relayed event; an event it cannot read is the provider's :func:`unreadable`."""
+    try:
+        return decoder.feed(name, data)
+    except ModelError:  # the provider's error event (relayed already), or a budget
+        raise
+    except Exception as exc:
+        what = ("an event that is not JSON" if isinstance(exc, json.JSONDecodeError)
+                else f"an event that cannot be read ({_why(exc)})")
+        raise unreadable(reply, f"an event stream holding {what}", mask(data)) from None
+
+
 async def _whole(gateway: ModelGateway, codec: Codec, call: MeteredCall, reply: NativeReply, role: str
                  ) -> web.Response:
     body = reply.body
@@ -335,10 +377,12 @@ async def _whole(gateway: ModelGateway, codec: Codec, call: MeteredCall, reply: 
         body = b"".join([chunk async for chunk in reply.chunks])
     text = gateway.redactor.text(body.decode("utf-8", errors="replace"))
     if reply.status == 200:
-        try:
-            call.finish(codec.parse_response(json.loads(text)))
-        except (ProtocolError, json.JSONDecodeError, ValueError) as exc:
-            call.fail(ModelError(f"unreadable answer from the provider: {exc}"))
+        response = _read_answer(codec, reply, text)
+        if isinstance(response, ModelError):  # never relayed as if it were an answer: the agent gets the error
+            call.fail(response)
+            status, payload, headers = _failure(gateway, codec, role, response)
+            return web.json_response(payload, status=status, headers=headers)
+        call.finish(response)
     else:
         call.fail(reply.error or ModelError(f"the provider answered HTTP {reply.status}: {text[:500]}",
                                             status=reply.status, fatal=reply.status in (401, 403)))
@@ -355,12 +399,19 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
 
     Metering reads the events only as far as it must while they stream: up to the first piece of the answer
     (the time to first token), and all of them when a task token budget counts the answer as it grows.
-    Otherwise the rest is read once the stream has ended, for the record."""
+    Otherwise the rest is read once the stream has ended, for the record. The first events are read before
+    anything is sent: a stream that cannot be read from its start (garbage under an event-stream header) is
+    answered with the protocol's error, naming the provider and what it sent, not relayed."""
     assert reply.chunks is not None
     decoder = codec.decoder(call.record.model)
     parser = SSEParser()
     stream = web.StreamResponse(headers=SSE_HEADERS)
-    await stream.prepare(request)
+
+    async def send(data: bytes) -> None:
+        if not stream.prepared:
+            await stream.prepare(request)
+        await stream.write(_masked(data, mask))
+
     chunks: AsyncIterator[bytes] = reply.chunks
     counting = call.counts_pieces
     started = False
@@ -383,18 +434,23 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
                 if cut <= 0:
                     continue
                 events, pending = pending[:cut], pending[cut:]
-                await stream.write(_masked(events, mask))
                 if started and not counting:
+                    await send(events)
                     later.append(events)
                     call.progress(0)  # the run's stop
                     continue
-                for name, data in parser.feed(events):
-                    if decoder.feed(name, data) and not started:
-                        started = True
-                        call.first_piece()
+                try:
+                    for name, data in parser.feed(events):
+                        if _feed(decoder, reply, name, data, mask) and not started:
+                            started = True
+                            call.first_piece()
+                except UpstreamStreamError:  # the provider's error event: relayed as it sent it
+                    await send(events)
+                    raise
+                await send(events)
                 call.progress(decoder.assembler.chars)
             if pending:  # a stream that ended without a blank line
-                await stream.write(_masked(pending, mask))
+                await send(pending)
                 later.append(pending)
         tail = parser.feed(b"".join(later)) + parser.close()
     except DISCONNECTED:
@@ -405,6 +461,9 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
         tail = []
     except Exception as exc:
         call.fail(exc)
+        if not stream.prepared:  # nothing sent yet: the protocol's error answer rather than a stream
+            status, payload, headers = _failure(gateway, codec, role, exc)
+            return web.json_response(payload, status=status, headers=headers)
         kind = "rate_limit_error" if isinstance(exc, LimitReached) else "api_error"
         encoder = codec.encoder(call.record.model, CanonicalRequest(messages=[]))
         with contextlib.suppress(*DISCONNECTED):
@@ -416,11 +475,13 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
         raise
     try:  # the rest of the answer, for the record (the agent has it already, error events included)
         for name, data in tail:
-            decoder.feed(name, data)
+            _feed(decoder, reply, name, data, mask)
         call.finish(decoder.end().response)
     except Exception as exc:
         call.fail(exc)
     with contextlib.suppress(*DISCONNECTED):
+        if not stream.prepared:
+            await stream.prepare(request)
         await stream.write_eof()
     return stream
 

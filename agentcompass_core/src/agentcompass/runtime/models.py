@@ -203,6 +203,9 @@ class NativeReply:
     error: Exception | None = None
     #: Facts about the answer for the trajectory, as ``ChatResponse.metadata`` (``{"source": "replay"}``).
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: Who answered, as an error message names it (``"openai-compatible model 'm' at http://host/v1"``,
+    #: credentials masked): what the gateway says when it cannot read the answer. Empty when not known.
+    origin: str = ""
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")

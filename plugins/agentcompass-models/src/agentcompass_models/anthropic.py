@@ -20,7 +20,7 @@ from agentcompass.runtime.model_providers import ProviderSettings, load_credenti
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse, Usage
 
-from agentcompass_models.http import HTTPModelClient
+from agentcompass_models.http import HTTPModelClient, answer_problem
 from agentcompass_models.native import send_native
 from agentcompass_models.openai import generation_params
 from agentcompass_models.streaming import stream_answer
@@ -200,9 +200,8 @@ class AnthropicClient(HTTPModelClient):
         tools: Sequence[Mapping[str, Any]] | None = None,
         **params: Any,
     ) -> ChatResponse:
-        data, attempts = await self.post_json(self.body(messages, tools, params))
-        if data.get("type") == "error" or not isinstance(data.get("content"), list):
-            raise self._error("malformed response: no content blocks", retryable=False)
+        data, attempts = await self.post_json(self.body(messages, tools, params),
+                                              lambda data: answer_problem("anthropic", data))
         message, finish = from_anthropic(data)
         usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
         assert isinstance(usage, Mapping)

@@ -15,12 +15,12 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from agentcompass.errors import UsageError
-from agentcompass.runtime.codecs import CODECS, CanonicalRequest, ProtocolError
+from agentcompass.runtime.codecs import CODECS, CanonicalRequest
 from agentcompass.runtime.model_providers import ProviderSettings, load_credentials
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse
 
-from agentcompass_models.http import HTTPModelClient
+from agentcompass_models.http import HTTPModelClient, answer_problem
 from agentcompass_models.native import send_native
 from agentcompass_models.openai import generation_params
 from agentcompass_models.streaming import stream_answer
@@ -92,11 +92,9 @@ class GeminiClient(HTTPModelClient):
         **params: Any,
     ) -> ChatResponse:
         codec = CODECS["gemini"]
-        data, attempts = await self.post_json(self.body(messages, tools, params))
-        try:
-            response = codec.parse_response(data)
-        except ProtocolError as exc:
-            raise self._error(f"malformed response: {exc}", retryable=False) from None
+        data, attempts = await self.post_json(self.body(messages, tools, params),
+                                              lambda data: answer_problem("gemini", data))
+        response = codec.parse_response(data)
         return dataclasses.replace(response, model=response.model or self.model, metadata={"attempts": attempts})
 
 

@@ -11,7 +11,11 @@ dependency of the core (the gateway is served with it), and the SDKs bring their
 policies that would fight the runtime's.
 * ``--request-timeout`` bounds each request as a whole (connect, send, wait, read).
 * Retries with exponential backoff and full jitter on 429, 408, 409, 5xx, connection errors, timeouts and
-  malformed responses, honouring ``Retry-After`` / ``retry-after-ms``, at most ``--max-retries`` times.
+  unreadable answers, honouring ``Retry-After`` / ``retry-after-ms``, at most ``--max-retries`` times.
+* An answer that cannot be read — a body that is not JSON (an HTML page from a proxy), JSON of the wrong shape
+  (not the protocol's answer), a broken event stream — is the provider's failure, like a 5xx: retried, and
+  past the retries an outage (the task stays unfinished, resumable). Its message names the provider's base URL
+  and quotes the start of what it answered, masked, on one line.
 * 401 / 403 (credentials) and 404 (unknown model or wrong base URL) are *fatal*: every later call would fail
   the same way, so the run stops scheduling. Other 4xx end the task without retry.
 * A refused connection (nothing listens at the base URL) is fatal at once while the endpoint has never
@@ -33,12 +37,13 @@ import random
 import re
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from agentcompass.errors import UsageError, describe
+from agentcompass.runtime.codecs import CODECS, ProtocolError
 from agentcompass.runtime.model_providers import MASK, MIN_SECRET_LENGTH, ProviderSettings, Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
 
@@ -51,6 +56,14 @@ RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 FATAL_STATUSES = frozenset({401, 403, 404})
 #: Server text quoted in an error message is cut to this many characters (after masking).
 ERROR_SNIPPET = 300
+#: An unreadable answer (an HTML page, a broken event) is quoted up to this many characters (after masking).
+UNREADABLE_SNIPPET = 160
+#: What each protocol's answer is called in a message saying an answer is not one.
+ANSWER_NAMES = {"chat": "a chat completion", "anthropic": "an Anthropic message", "responses": "a Responses answer",
+                "gemini": "a Gemini answer"}
+
+#: Reads a parsed answer: what is wrong with its shape (a short phrase), or None when it can be read.
+ShapeCheck = Callable[[Mapping[str, Any]], "str | None"]
 
 
 class ProviderError(ModelError):
@@ -61,6 +74,18 @@ class ProviderError(ModelError):
 
 class EndpointUnreachable(ProviderError):
     """The connection to the endpoint was refused: nothing listens at its base URL."""
+
+
+def answer_problem(protocol: str, data: Any) -> str | None:
+    """What keeps ``data`` (parsed JSON) from being read as an answer in ``protocol``, or None."""
+    try:
+        CODECS[protocol].parse_response(data)
+    except Exception as exc:  # the codec's own complaint, or whatever an odd shape made it trip on
+        why = str(exc) if isinstance(exc, ProtocolError) else describe(exc)
+        if why.startswith("malformed ") and ": " in why:  # "malformed chat completion: no choices": the cause
+            why = why.split(": ", 1)[1]
+        return f"JSON that is not {ANSWER_NAMES.get(protocol, 'an answer')} ({why})"
+    return None
 
 
 def split_base_url(url: str) -> tuple[str, list[str]]:
@@ -165,6 +190,11 @@ class HTTPModelClient(ModelClient):
     def safe_base_url(self) -> str:
         return _safe_url(self.base_url)
 
+    @property
+    def origin(self) -> str:
+        """Who answers, as messages name it: the provider, the model and the base URL (credentials masked)."""
+        return self.scrub(f"{self.provider} model {self.model!r} at {self.safe_base_url}")
+
     def _acquire_pool(self) -> _Pool:
         if self._pool is not None:
             return self._pool
@@ -197,8 +227,10 @@ class HTTPModelClient(ModelClient):
 
     # -- the call -----------------------------------------------------------------------------------
 
-    async def post_json(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
-        """POST ``body`` with retries; returns the parsed JSON reply and the number of attempts made."""
+    async def post_json(self, body: Mapping[str, Any], shape: ShapeCheck | None = None
+                        ) -> tuple[dict[str, Any], int]:
+        """POST ``body`` with retries; returns the parsed JSON reply and the number of attempts made. An answer
+        ``shape`` finds wrong is retried like a server error (see :meth:`unreadable`)."""
         pool = self._acquire_pool()
         url = self.url()
         headers = self.headers()
@@ -207,7 +239,7 @@ class HTTPModelClient(ModelClient):
         attempt = 0
         while True:
             attempt += 1
-            error, retry_after = await self._attempt(pool, url, headers, content)
+            error, retry_after = await self._attempt(pool, url, headers, content, shape)
             if isinstance(error, dict):
                 return error, attempt
             if not error.retryable or attempt > max_retries:
@@ -223,7 +255,7 @@ class HTTPModelClient(ModelClient):
             await asyncio.sleep(delay)
 
     async def _attempt(
-        self, pool: _Pool, url: str, headers: dict[str, str], content: bytes
+        self, pool: _Pool, url: str, headers: dict[str, str], content: bytes, shape: ShapeCheck | None = None
     ) -> tuple[dict[str, Any] | ProviderError, float | None]:
         timeout = self.settings.request_timeout
         async with pool.slots:
@@ -243,20 +275,26 @@ class HTTPModelClient(ModelClient):
                     return EndpointUnreachable(text, retryable=pool.answered, fatal=not pool.answered), None
                 return self._error(f"connection error: {describe(exc)}", retryable=True), None
         if 200 <= status < 300:
-            try:
-                data = json.loads(body)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                said = _snippet(self.scrub(_decode(body)))
-                return self._error(f"malformed response: not JSON ({said!r})", retryable=True, status=status), None
-            if not isinstance(data, dict):
-                return self._error("malformed response: not a JSON object", retryable=True, status=status), None
+            data, problem = read_json(body)
+            if problem is None and shape is not None:
+                problem = shape(data)
+            if problem is not None:
+                return self.unreadable(status, body, problem), None
             return data, None
         return self._http_error(status, body), _retry_after(response_headers)
+
+    def unreadable(self, status: int, said: bytes | str, problem: str) -> ProviderError:
+        """The provider answered HTTP ``status`` but ``said`` cannot be read (``problem``: "a body that is not
+        JSON", ...): the provider's failure, retryable — an outage when the retries run out. One line naming
+        the base URL and quoting the start of the answer, masked before it is cut."""
+        text = _decode(said) if isinstance(said, bytes) else said
+        quoted = _snippet(self.scrub(text), UNREADABLE_SNIPPET)
+        return self._error(f"answered HTTP {status} with {problem}: {quoted!r}", retryable=True)
 
     def _error(self, message: str, *, retryable: bool = False, status: int | None = None,
                fatal: bool = False) -> ProviderError:
         """An error naming the model and endpoint. Server text in ``message`` must be masked and cut already."""
-        text = f"{self.provider} model {self.model!r} at {self.safe_base_url}: {message}"
+        text = f"{self.origin}: {message}"
         return ProviderError(self.scrub(text), retryable=retryable, status=status, fatal=fatal)
 
     def _http_error(self, status: int, body: bytes) -> ProviderError:
@@ -278,10 +316,23 @@ class HTTPModelClient(ModelClient):
         return self._error(f"request rejected (HTTP {status}){tail}", status=status)
 
 
-def _snippet(text: str) -> str:
-    """``text`` on one line, cut to :data:`ERROR_SNIPPET` characters. Only ever given masked text."""
+def _snippet(text: str, limit: int = ERROR_SNIPPET) -> str:
+    """``text`` on one line, cut to ``limit`` characters. Only ever given masked text."""
     text = " ".join(text.split())
-    return text[:ERROR_SNIPPET] + ("..." if len(text) > ERROR_SNIPPET else "")
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def read_json(body: bytes) -> tuple[Any, str | None]:
+    """A 2xx answer's JSON object, or what is wrong with it ("a body that is not JSON", ...)."""
+    if not body.strip():
+        return None, "an empty body"
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None, "a body that is not JSON"
+    if not isinstance(data, dict):
+        return None, "JSON that is not an object"
+    return data, None
 
 
 def _decode(body: bytes) -> str:

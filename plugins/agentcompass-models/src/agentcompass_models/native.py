@@ -3,9 +3,12 @@
 The agent's body goes out as it came, with the provider's model name (and ``--model-arg`` settings) put in and
 this client's credentials in the headers; protocol headers the gateway forwards (``anthropic-version``,
 ``anthropic-beta``) go along. Connection errors, 408/409/429 and 5xx answers are retried as for ``chat``
-(before any byte reaches the agent); any other answer — an error too — goes back to the agent as the provider
-gave it. A streamed answer holds its connection slot until the agent has read it or gone away: closing the
-chunk iterator (the gateway does when the agent disconnects) closes the upstream connection.
+(before any byte reaches the agent), and so is a 200 answer that is not the protocol's answer (not JSON, JSON
+of the wrong shape): past the retries it becomes a 502 whose error names the provider and what it answered. Any
+other answer — an error too — goes back to the agent as the provider gave it. A streamed answer holds its
+connection slot until the agent has read it or gone away: closing the chunk iterator (the gateway does when
+the agent disconnects) closes the upstream connection. Its events are read by the gateway, which says so when
+one cannot be read.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from agentcompass.errors import describe
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest
 
 if TYPE_CHECKING:
-    from agentcompass_models.http import HTTPModelClient, _Pool
+    from agentcompass_models.http import HTTPModelClient, ProviderError, _Pool
 
 #: Answers retried before anything is relayed.
 RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -57,6 +60,8 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str,
         _retry_after,
     )
 
+    counting = request.path.endswith(("count_tokens", "countTokens"))  # a count, not an answer to read
+
     pool = client._acquire_pool()
     body: dict[str, Any] = {**request.body, **({"model": client.model} if model_in_body else {}),
                             **(client.params if params is None else params)}
@@ -90,9 +95,10 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str,
             streamed = response.status == 200 and "text/event-stream" in response.headers.get("Content-Type", "")
             if streamed:
                 released = True  # the chunk iterator releases the slot
-                return NativeReply(200, {}, chunks=_chunks(response, pool))
+                return NativeReply(200, {}, chunks=_chunks(response, pool), origin=client.origin)
             data = await response.read()
-            if response.status in RETRIED and attempt <= client.settings.max_retries:
+            unreadable = None if counting or response.status != 200 else _unreadable(client, request.protocol, data)
+            if (response.status in RETRIED or unreadable) and attempt <= client.settings.max_retries:
                 wait = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
                 retry_after = _retry_after(response.headers)
                 if retry_after is not None:
@@ -100,6 +106,11 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str,
                 await asyncio.sleep(wait)
                 continue
             extra = {"x-should-retry": "false"} if attempt > 1 or response.status in RETRIED else {}
+            if unreadable is not None:  # the provider's failure, past its retries: an error for the agent
+                unreadable.attempts = attempt
+                if attempt > 1:
+                    unreadable.args = (f"{unreadable.args[0]} (after {attempt} attempts)",)
+                return NativeReply(502, extra, body=data, error=unreadable, origin=client.origin)
             error: Exception | None = None
             if response.status >= 400:
                 failed = client._http_error(response.status, data)
@@ -107,8 +118,18 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str,
                 if failed.retryable and attempt > 1:
                     failed.args = (f"{failed.args[0]} (after {attempt} attempts)",)
                 error = failed
-            return NativeReply(response.status, extra, body=data, error=error)
+            return NativeReply(response.status, extra, body=data, error=error, origin=client.origin)
         finally:
             if not released:
                 response.release()
                 pool.slots.release()
+
+
+def _unreadable(client: HTTPModelClient, protocol: str, data: bytes) -> ProviderError | None:
+    """The error for a 200 answer that is not the protocol's answer (an HTML page, JSON of another shape)."""
+    from agentcompass_models.http import answer_problem, read_json
+
+    parsed, problem = read_json(data)
+    if problem is None:
+        problem = answer_problem(protocol, parsed)
+    return None if problem is None else client.unreadable(200, data, problem)

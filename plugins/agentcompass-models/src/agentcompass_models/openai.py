@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ from agentcompass.runtime.model_providers import ProviderSettings, load_credenti
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest, StreamEvent
 from agentcompass.runtime.models import ChatResponse, ModelError, Usage
 
-from agentcompass_models.http import HTTPModelClient
+from agentcompass_models.http import HTTPModelClient, answer_problem
 from agentcompass_models.native import send_native
 from agentcompass_models.streaming import stream_answer
 
@@ -89,7 +90,8 @@ class OpenAIChatClient(HTTPModelClient):
         tools: Sequence[Mapping[str, Any]] | None = None,
         **params: Any,
     ) -> ChatResponse:
-        data, attempts = await self.post_json(self.body(messages, tools, params))
+        data, attempts = await self.post_json(self.body(messages, tools, params),
+                                              lambda data: answer_problem("chat", data))
         return self.parse(data, attempts)
 
     async def stream(
@@ -107,11 +109,11 @@ class OpenAIChatClient(HTTPModelClient):
     def parse(self, data: Mapping[str, Any], attempts: int) -> ChatResponse:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-            raise self._error("malformed response: no choices", retryable=False)
+            raise self.unreadable(200, json.dumps(data), "JSON that is not a chat completion (no choices)")
         choice = choices[0]
         raw = choice.get("message")
         if not isinstance(raw, Mapping):
-            raise self._error("malformed response: the choice has no message", retryable=False)
+            raise self.unreadable(200, json.dumps(data), "JSON that is not a chat completion (no message)")
         message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
         tool_calls = raw.get("tool_calls")
         if tool_calls:

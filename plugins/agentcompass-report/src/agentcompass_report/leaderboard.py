@@ -19,8 +19,10 @@ from agentcompass.runtime.run_reader import leaderboard
 from agentcompass_report.page import _hash, asset
 
 EXTRA_CSS = """
-.lb td.cibar { width: 184px; padding-top: 6px; }
-.lb td.ci, .lb td.cellname, .lb .diff { white-space: nowrap; }
+#app { max-width: 1680px; padding-left: 16px; padding-right: 16px; }
+.lb td.cibar { width: 128px; padding-top: 6px; }
+.lb td.ci, .lb .diff { white-space: nowrap; }
+.lb td.cellname { min-width: 12ch; }
 .lb .counts { display: block; }
 .lb svg { display: block; }
 .diff.sig.up { color: var(--ok); font-weight: 600; } .diff.sig.down { color: var(--err); font-weight: 600; }
@@ -29,8 +31,18 @@ EXTRA_CSS = """
 """
 
 
+#: Pixels of the interval bar's scale (kept small: every column must fit a 1,400 px window).
+BAR_SPAN = 112
+
+
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _breakable(value: Any) -> str:
+    """``value`` escaped, with a line-break opportunity after each ``/`` and ``_`` (long model and cell names
+    such as ``openai-compatible/Qwen/Qwen3-30B-A3B-Instruct-2507`` wrap there rather than widen the table)."""
+    return _e(value).replace("/", "/<wbr>").replace("_", "_<wbr>")
 
 
 def _num(value: float | None, digits: int = 4) -> str:
@@ -44,12 +56,12 @@ def _bar(mean: float | None, ci: list[float] | None, low: float, high: float) ->
     span = (high - low) or 1.0
 
     def x(v: float) -> float:
-        return 4 + 172 * (min(max(v, low), high) - low) / span
+        return 4 + BAR_SPAN * (min(max(v, low), high) - low) / span
 
     line = (f'<line x1="{x(ci[0]):.1f}" x2="{x(ci[1]):.1f}" y1="9" y2="9" stroke="#5f6b7a" stroke-width="2"/>'
             if ci else "")
-    return (f'<svg width="180" height="18" role="img" aria-label="mean {mean:.4f}">'
-            f'<line x1="4" x2="176" y1="9" y2="9" stroke="#dfe3e8"/>{line}'
+    return (f'<svg width="{BAR_SPAN + 8}" height="18" role="img" aria-label="mean {mean:.4f}">'
+            f'<line x1="4" x2="{BAR_SPAN + 4}" y1="9" y2="9" stroke="#dfe3e8"/>{line}'
             f'<circle cx="{x(mean):.1f}" cy="9" r="4" fill="#2f6fdf"/></svg>')
 
 
@@ -87,9 +99,9 @@ def _bench_section(bench: dict[str, Any]) -> str:
         rows.append(
             f'<tr class="cell{" baseline" if c["name"] == bench["baseline"] else ""}" data-cell="{_e(c["name"])}" '
             f'data-mean="{c["mean"]!r}">'
-            f'<td class="num">{rank}</td><td class="cellname"><a href="{_e(c["report"])}">{_e(c["name"])}</a>'
+            f'<td class="num">{rank}</td><td class="cellname"><a href="{_e(c["report"])}">{_breakable(c["name"])}</a>'
             f'{state}</td>'
-            f'<td>{_e(c["harness"])}</td><td>{_e(c["model"])}</td>'
+            f'<td>{_breakable(c["harness"])}</td><td>{_breakable(c["model"])}</td>'
             f'<td class="num mean">{_num(c["mean"])}</td>'
             f'<td class="num ci">{ci_text}</td>'
             f'<td class="cibar">{_bar(c["mean"], ci, low, high)}</td>'

@@ -456,15 +456,18 @@
         })),
       ]));
     });
-    return el("div", null, out);
+    return el("div", { id: "differences" }, out);
   }
 
   function renderSummary() {
     summaryHost.textContent = "";
     summaryHost.appendChild(el("h2", { text: runs.length > 1 ? "Runs" : "Run" }));
     runs.forEach(function (run, r) { summaryHost.appendChild(runHeader(run, r)); });
+    // The comparison's answer (is B better than A?) first, then each run's own results.
+    var cmp = comparisonSection();
+    if (cmp) summaryHost.appendChild(cmp);
     runs.forEach(function (run, r) {
-      summaryHost.appendChild(el("h2", { text: "Results" + (runs.length > 1 ? " of run " + String.fromCharCode(65 + r) : "") +
+      summaryHost.appendChild(el("h2", { id: "results-" + r, text: "Results" + (runs.length > 1 ? " of run " + String.fromCharCode(65 + r) : "") +
         (run.live ? " so far" : "") }));
       if (run.live && !LIVE) summaryHost.appendChild(el("div", { cls: "box note", text: "This run has not written its summary: it is " +
         "still going, or it was killed. These figures are over the results recorded so far; agentcompass run --resume " +
@@ -483,8 +486,6 @@
       var pk = passKTable(run);
       if (pk) summaryHost.appendChild(pk);
     });
-    var cmp = comparisonSection();
-    if (cmp) summaryHost.appendChild(cmp);
     if (runs.length > 1) {
       summaryHost.appendChild(el("h2", { text: "Charts" }));
       summaryHost.appendChild(el("div", { cls: "charts" }, [categoryChart(), distributionChart()]));
