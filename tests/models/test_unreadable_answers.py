@@ -16,9 +16,9 @@ from agentcompass.models.metering import TaskMeter
 from agentcompass.runtime import RunRequest
 from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass.runtime.models import ModelError
-from agentcompass_models.fake_server import FakeModelServer
 from agentcompass_models.openai import make_openai_compatible
 
+from tests.models.fake_server import FakeModelServer
 from tests.models.models_support import API_KEY, MODEL, cli, probe, read_jsonl, run
 
 HTML = "<html><head><title>502 Bad Gateway</title></head><body><center>nginx</center>" + "<p>x</p>" * 200
