@@ -175,3 +175,15 @@ def test_registration_hooks_are_called_through_pluggy_so_wrappers_run():
     record = host.add_plugin(Plugin(), "wrapped")
     assert record.error is None and seen == ["wrapper"]
     assert host.names("harness").count("hx") == 1
+
+
+def test_plugins_list_names_each_harness_default_limits_per_attempt():
+    proc = run_cli_subprocess("plugins", "list", "--json", testing=False)
+    assert proc.returncode == 0, proc.stderr
+    limits = {p["name"]: p["limits"] for p in json.loads(proc.stdout)}
+    assert limits["agents"]["codex"] == "200 calls, 4,000,000 tokens per attempt"
+    assert limits["harnesses"] == {"react": "1,000,000 tokens per attempt"}
+    assert limits["builtin"] == {}  # none, nop and oracle call no model of their own
+    table = run_cli_subprocess("plugins", "list", testing=False).stdout
+    assert "limits of react: 1,000,000 tokens per attempt (change with --harness-arg" in table
+    assert "claude-code, codex" in table

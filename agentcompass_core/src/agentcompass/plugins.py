@@ -21,6 +21,7 @@ import pluggy
 
 from agentcompass import hookspecs
 from agentcompass.errors import PluginError, describe, unknown_name
+from agentcompass.runtime.harness import AttemptLimits
 from agentcompass.runtime.logs import get_logger
 
 if TYPE_CHECKING:
@@ -75,6 +76,9 @@ class PluginRecord:
     #: Versions of what a plugin registers, by registered name, where its factory states one (a factory's
     #: ``version`` attribute: e.g. the pinned version of an installed agent's harness).
     versions: dict[str, str] = attrs.field(factory=dict)
+    #: The default limits of each attempt of the harnesses it registers that have some
+    #: (``BaseHarness.default_limits``), in words: ``{"codex": "200 calls, 4,000,000 tokens per attempt"}``.
+    limits: dict[str, str] = attrs.field(factory=dict)
 
 
 def _guarded(function: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:
@@ -174,6 +178,9 @@ class PluginHost:
         }
         record.versions = {r.name: str(v) for r in registrations
                            if isinstance(v := getattr(r.factory, "version", None), str) and v}
+        record.limits = {r.name: limits.describe() for r in registrations if r.kind == "harness"
+                         and isinstance(limits := getattr(r.factory, "default_limits", None), AttemptLimits)
+                         and (limits.max_calls or limits.max_tokens)}
         return record
 
     def remove_plugin(self, name: str) -> None:

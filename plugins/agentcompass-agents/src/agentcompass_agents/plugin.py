@@ -8,7 +8,7 @@ from typing import Any
 
 from agentcompass import hookimpl
 
-from agentcompass_agents.catalog import AGENTS
+from agentcompass_agents.catalog import AGENTS, DEFAULT_LIMITS
 
 #: harness name -> module:class
 CLASSES = {
@@ -33,6 +33,7 @@ def _factory(name: str) -> Any:
 
     make.__doc__ = f"{name} {AGENTS[name].version} ({AGENTS[name].package}, {AGENTS[name].protocol})"
     make.version = AGENTS[name].version  # type: ignore[attr-defined]  # `plugins list` shows it
+    make.default_limits = DEFAULT_LIMITS  # type: ignore[attr-defined]  # and this
     return make
 
 

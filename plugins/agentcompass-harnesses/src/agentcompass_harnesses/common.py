@@ -15,7 +15,12 @@ from typing import Any
 
 from agentcompass.errors import UsageError
 from agentcompass.runtime import BaseBenchmark, PreparedTask, TaskSpec
+from agentcompass.runtime.harness import AttemptLimits
 from agentcompass.runtime.options import boolean as parse_boolean
+
+#: Tokens (prompt and completion) one ``react`` attempt's model calls may use unless ``max_tokens=`` says
+#: otherwise (``0``: no limit); past them the attempt ends as ``LIMIT_REACHED``. ``max_turns`` bounds its calls.
+REACT_LIMITS = AttemptLimits(max_tokens=1_000_000)
 
 #: The key of ``TaskSpec.data`` that states the task's own time limit for the agent, in seconds.
 TIME_LIMIT_KEY = "agent_timeout_sec"

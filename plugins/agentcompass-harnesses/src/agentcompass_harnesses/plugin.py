@@ -7,11 +7,16 @@ from typing import Any
 
 from agentcompass import hookimpl
 
+from agentcompass_harnesses.common import REACT_LIMITS
+
 
 def _react(**options: Any) -> Any:
     from agentcompass_harnesses.react import ReactHarness
 
     return ReactHarness(**options)
+
+
+_react.default_limits = REACT_LIMITS  # type: ignore[attr-defined]  # `plugins list` shows it
 
 
 def _command(**options: Any) -> Any:

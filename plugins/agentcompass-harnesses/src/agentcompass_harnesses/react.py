@@ -68,9 +68,6 @@ NUDGE = ("You replied without calling a tool. Go on with the task using the tool
          "final answer when it is done.")
 
 OPTIONS = ("max_turns", "max_tokens", "command_timeout", "system_prompt", "max_output", "max_context_chars")
-#: Tokens (prompt and completion) one attempt's model calls may use unless ``max_tokens=`` says otherwise
-#: (``0``: no limit); past them the attempt ends as ``LIMIT_REACHED``. ``max_turns`` bounds its calls.
-DEFAULT_LIMITS = AttemptLimits(max_tokens=1_000_000)
 #: Times one turn's call is retried after shrinking the conversation for a context overflow.
 OVERFLOW_RETRIES = 6
 
@@ -79,7 +76,7 @@ class ReactHarness(BaseHarness):
     """The ``react`` harness. See the module's documentation."""
 
     name: ClassVar[str] = "react"
-    default_limits: ClassVar[AttemptLimits] = DEFAULT_LIMITS
+    default_limits: ClassVar[AttemptLimits] = common.REACT_LIMITS
 
     def __init__(self, **options: Any) -> None:
         common.check_options(self.name, options, OPTIONS)
