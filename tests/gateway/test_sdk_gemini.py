@@ -28,6 +28,12 @@ from google.genai import types
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
+@pytest.fixture
+def gateway(gateway_anywhere: Any) -> Any:
+    """Every test here holds for the gateway and for a remote worker's relay of it."""
+    return gateway_anywhere
+
+
 def grant(gateway: ModelGateway, model: ModelClient) -> tuple[str, TaskMeter]:
     meter = TaskMeter("t", 1)
     token, _ = gateway.grant({"agent": model}, meter, gateway.base_url)

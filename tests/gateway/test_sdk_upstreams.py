@@ -29,6 +29,12 @@ from agentcompass_models.openai import make_openai, make_openai_compatible
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
+@pytest.fixture
+def gateway(gateway_anywhere: Any) -> Any:
+    """Every test here holds for the gateway and for a remote worker's relay of it."""
+    return gateway_anywhere
+
+
 class Sent:
     """The JSON bodies an SDK sent (an httpx request hook)."""
 

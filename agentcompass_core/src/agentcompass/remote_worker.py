@@ -3,8 +3,10 @@ process builds the run's plugins from that machine's installed entry points and 
 sends through the ordinary lifecycle.
 
 Its model clients call the head's gateway with the attempt's token, over one WebSocket per worker
-(:mod:`agentcompass.models.gateway_client`). A worker runs a gateway of its own on its loopback (and Unix
-socket) that relays to the head's, so environments there (``local``, ``docker``) reach models as usual.
+(:mod:`agentcompass.models.gateway_client`). A worker runs a relay gateway of its own on its loopback (and Unix
+socket), so environments there (``local``, ``docker``) reach models as usual: it forwards each request as it
+came (any protocol, streamed or not) over that WebSocket to the head's gateway, which serves it as a local
+request, and relays the answer back as it arrives.
 Public as :mod:`agentcompass.runtime.remote`, beside the data that crosses over.
 """
 
@@ -50,8 +52,7 @@ class RelayAccess:
     def grant(self, meter: TaskMeter) -> ModelGrant:
         worker = self.worker
         assert worker.gateway is not None
-        relayed = {role: GatewayClient(e, worker.pool) for role, e in self.endpoints.items()}
-        token, endpoints = worker.gateway.grant(relayed, meter, worker.base_url)
+        token, endpoints = worker.gateway.grant_relay(self.endpoints, worker.base_url)
         direct = {role: GatewayClient(e, worker.pool, via="client") for role, e in self.endpoints.items()}
         return ModelGrant(direct, endpoints, lambda: worker.gateway.revoke(token) if worker.gateway else None)
 
@@ -98,7 +99,7 @@ class AttemptWorker:
         req = self.request
         await self.provider.setup(environments, run_id=req.run_id)
         models = resolve_models(req)
-        self.gateway = ModelGateway(dict(models.ids), run_id=req.run_id, aliases=dict(models.aliases))
+        self.gateway = ModelGateway(dict(models.ids), run_id=req.run_id, aliases=dict(models.aliases), relay=self.pool)
         await self.gateway.start()
         self.base_url, self.gateway_env = self.provider.gateway_address(
             host=self.gateway.host, port=self.gateway.port, unix_socket=self.gateway.unix_socket)

@@ -44,11 +44,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import attrs
 from aiohttp import web
 
-from agentcompass.errors import UsageError
+from agentcompass.errors import UsageError, describe
 from agentcompass.models import gateway_serving
+from agentcompass.models.gateway_client import (
+    DROPPED_RESPONSE_HEADERS,
+    Forwarded,
+    GatewayPool,
+    GatewayUnreachable,
+    frame,
+    unframe,
+)
 from agentcompass.models.gateway_serving import Grant
 from agentcompass.models.metering import MeteredModel, TaskMeter
 from agentcompass.redaction import Redactor
@@ -100,16 +109,20 @@ class ModelGateway:
     aliases: dict[str, str] = attrs.field(factory=dict)
     #: Names already logged as sent to the agent role by default.
     _defaulted: set[str] = attrs.field(factory=set)
+    #: A relay (a remote worker's gateway): every request goes as it came, over this pool's WebSocket, to the
+    #: head's gateway, which serves it; the relay holds no model client and speaks no protocol itself.
+    relay: GatewayPool | None = None
+    #: A relay's tokens: the head's gateway (its URL) and the attempt's token there.
+    _relayed: dict[str, tuple[str, str]] = attrs.field(factory=dict)
+    #: The head's own HTTP client to its Unix socket, for requests that arrive over ``/v1/stream``.
+    _loopback: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/chat/completions", self._protocol_handler("chat", "chat/completions"))
-        app.router.add_post("/v1/messages", self._protocol_handler("anthropic", "messages"))
-        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
-        app.router.add_post("/v1/responses", self._protocol_handler("responses", "responses"))
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_post(r"/{version:v1beta|v1|v1alpha}/models/{target}", self._gemini)
-        app.router.add_get("/v1/stream", self._multiplexed)
+        if self.relay is not None:
+            app.router.add_route("*", "/{path:.*}", self._forward)
+        else:
+            self._routes(app)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         tcp = web.TCPSite(self._runner, self.host, self.port)
@@ -131,14 +144,27 @@ class ModelGateway:
         await unix.start()
         os.chmod(self.unix_socket, 0o777)  # containers may run as another user
 
+    def _routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self._protocol_handler("chat", "chat/completions"))
+        app.router.add_post("/v1/messages", self._protocol_handler("anthropic", "messages"))
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_post("/v1/responses", self._protocol_handler("responses", "responses"))
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post(r"/{version:v1beta|v1|v1alpha}/models/{target}", self._gemini)
+        app.router.add_get("/v1/stream", self._multiplexed)
+
     async def stop(self) -> None:
         self._grants.clear()
+        self._relayed.clear()
         for ws in list(self._sockets):
             with contextlib.suppress(Exception):
                 await ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._loopback is not None:
+            await self._loopback.close()
+            self._loopback = None
         if self._socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
@@ -169,18 +195,36 @@ class ModelGateway:
         }
         return token, endpoints
 
+    def grant_relay(self, endpoints: Mapping[str, ModelEndpoint], base_url: str
+                    ) -> tuple[str, dict[str, ModelEndpoint]]:
+        """A relay's token for one task attempt whose ``endpoints`` are at the head's gateway (one URL and one
+        token for all roles); returns it and the attempt's endpoints here."""
+        assert self.relay is not None, "grant_relay is a relay's"
+        targets = {(e.base_url, e.api_key) for e in endpoints.values()}
+        assert len(targets) == 1, "an attempt's endpoints share one gateway and one token"
+        token = "acgw-" + secrets.token_urlsafe(24)
+        self._relayed[token] = targets.pop()
+        return token, {role: ModelEndpoint(base_url=base_url, api_key=token, model=e.model)
+                       for role, e in endpoints.items()}
+
     def revoke(self, token: str) -> None:
         self._grants.pop(token, None)
+        self._relayed.pop(token, None)
 
     # -- handlers ------------------------------------------------------------------------------------
 
-    def authorise(self, request: web.Request) -> Grant | None:
-        """The grant of the request's token (``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key``)."""
+    @staticmethod
+    def token_of(request: web.Request) -> str:
+        """The request's token (``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key`` or ``?key=``)."""
         header = request.headers.get("Authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else ""
         token = (token or request.headers.get("x-api-key", "") or request.headers.get("x-goog-api-key", "")
                  or request.query.get("key", ""))
-        return self._grants.get(token.strip())
+        return token.strip()
+
+    def authorise(self, request: web.Request) -> Grant | None:
+        """The grant of the request's token."""
+        return self._grants.get(self.token_of(request))
 
     def route(self, grant: Grant, model: str) -> str | None:
         """The role answering ``model`` (see the module's docstring), or None when the grant has no agent."""
@@ -238,53 +282,100 @@ class ModelGateway:
     def redactor(self) -> Redactor:
         return self._redactor
 
-    async def _answer(self, grant: Grant, body: Any, via_client: bool
-                      ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
-        """One chat completion for ``grant`` (what the WebSocket transport carries): the HTTP status, the
-        JSON answer and extra headers."""
-        return await gateway_serving.answer(self, grant, "chat", "chat/completions", body, via_client)
+    def _local_client(self) -> aiohttp.ClientSession:
+        if self._loopback is None or self._loopback.closed:
+            self._loopback = aiohttp.ClientSession(
+                connector=aiohttp.UnixConnector(path=self.unix_socket, limit=0), auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None))
+        return self._loopback
 
     async def _multiplexed(self, request: web.Request) -> web.WebSocketResponse:
-        """Chat completions over one WebSocket (``GET /v1/stream``), for a remote worker's many attempts: each
-        text message is ``{"id", "token", "via", "body"}`` (``body`` as for ``POST /v1/chat/completions``), each
-        answer ``{"id", "status", "body", "headers"}``, in any order. Every message needs its attempt's token."""
+        """HTTP requests over one WebSocket (``GET /v1/stream``), for a remote worker's many attempts (the
+        framing is :class:`~agentcompass.models.gateway_client.GatewayPool`'s). Each request is served by this
+        gateway's own handlers, as if it came over HTTP with its attempt's token, and its answer goes back
+        chunk by chunk as the handler writes it; a cancelled request drops the call, as a client that
+        disconnects does."""
         ws = web.WebSocketResponse(max_msg_size=64 * 1024 * 1024)
         await ws.prepare(request)
         self._sockets.add(ws)
         sending = asyncio.Lock()
-        calls: set[asyncio.Task[None]] = set()
+        calls: dict[int, asyncio.Task[None]] = {}
 
-        async def answer(message: dict[str, Any]) -> None:
-            grant = self._grants.get(str(message.get("token") or ""))
-            if grant is None:
-                reply: tuple[int, dict[str, Any], dict[str, str] | None] = (401, _error_body(
-                    401, "invalid or expired token (tokens end with their task attempt)", "authentication_error"),
-                    None)
-            else:
-                reply = await self._answer(grant, message.get("body"), message.get("via") == "client")
-            status, payload, headers = reply
+        async def send(header: dict[str, Any], payload: bytes = b"") -> None:
             async with sending:
                 if not ws.closed:
-                    await ws.send_str(json.dumps({"id": message.get("id"), "status": status, "body": payload,
-                                                  "headers": headers or {}}))
+                    await ws.send_bytes(frame(header, payload))
+
+        async def serve(call_id: int, header: dict[str, Any], body: bytes) -> None:
+            path = str(header.get("path") or "")
+            try:
+                if not path.startswith("/"):
+                    raise ValueError(f"a forwarded request's path must start with '/', not {path[:80]!r}")
+                headers = {**(header.get("headers") or {}), "Authorization": f"Bearer {header.get('token') or ''}"}
+                async with self._local_client().request(str(header.get("method") or "POST"), "http://gateway" + path,
+                                                        headers=headers, data=body) as reply:
+                    await send({"id": call_id, "status": reply.status, "headers": {
+                        k: v for k, v in reply.headers.items() if k.lower() not in DROPPED_RESPONSE_HEADERS}})
+                    async for chunk in reply.content.iter_any():
+                        await send({"id": call_id}, chunk)
+                await send({"id": call_id, "end": True})
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    await send({"id": call_id, "error": self._redactor.text(describe(exc))})
+            finally:
+                calls.pop(call_id, None)
 
         try:
-            async for frame in ws:
-                if frame.type is not web.WSMsgType.TEXT:
-                    continue
-                try:
-                    message = json.loads(frame.data)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(message, dict):
-                    call = asyncio.create_task(answer(message))
-                    calls.add(call)
-                    call.add_done_callback(calls.discard)
+            async for message in ws:
+                if message.type is web.WSMsgType.BINARY:
+                    with contextlib.suppress(ValueError):
+                        header, body = unframe(message.data)
+                        call_id = int(header.get("id", -1))
+                        calls[call_id] = asyncio.create_task(serve(call_id, header, body))
+                elif message.type is web.WSMsgType.TEXT:
+                    with contextlib.suppress(ValueError, AttributeError):
+                        cancelled = json.loads(message.data)
+                        if cancelled.get("cancel") and (call := calls.get(int(cancelled.get("id", -1)))):
+                            call.cancel()
         finally:
             self._sockets.discard(ws)
-            for call in list(calls):
+            for call in list(calls.values()):
                 call.cancel()
         return ws
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        """A relay's one handler: the request as it came (its path, query, headers and body; the attempt's
+        token here replaced by its token at the head, ``?key=`` dropped) to the head's gateway, and its answer
+        back chunk by chunk as it arrives. A client that goes away drops the call at the head."""
+        assert self.relay is not None
+        target = self._relayed.get(self.token_of(request))
+        if target is None:
+            return gateway_serving.refused(request.path, 401, "invalid or expired token (tokens end with their "
+                                           "task attempt)", "authentication_error")
+        base_url, token = target
+        url = request.rel_url
+        if "key" in url.query:
+            url = url.with_query({k: v for k, v in url.query.items() if k != "key"})
+        body = await request.read()
+        try:
+            reply: Forwarded = await self.relay.forward(base_url, token, request.method, str(url), request.headers,
+                                                        body)
+        except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
+            return gateway_serving.refused(request.path, 502, f"the run's model gateway at {base_url} is unreachable: "
+                                           f"{describe(exc)}", "api_error")
+        response = web.StreamResponse(status=reply.status, headers=reply.headers)
+        chunks = reply.chunks()
+        try:
+            await response.prepare(request)
+            async for chunk in chunks:
+                await response.write(chunk)
+            await response.write_eof()
+        except (*gateway_serving.DISCONNECTED, GatewayUnreachable):
+            pass  # the client went (the call is dropped at the head), or the head did: the answer ends here
+        finally:
+            await chunks.aclose()
+            reply.cancel()
+        return response
 
 
 def is_loopback(host: str) -> bool:

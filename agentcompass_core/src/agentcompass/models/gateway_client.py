@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -20,21 +20,86 @@ import attrs
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
 from agentcompass.runtime.types import ModelEndpoint
 
+#: The header marking a remote worker's in-process calls (``client``), as :mod:`agentcompass.models.gateway`.
+VIA_HEADER = "X-AgentCompass-Via"
+
 #: Statuses a provider answers when every later call fails the same way.
 FATAL_STATUSES = frozenset({401, 403})
+
+#: Request headers a relay never forwards: the caller's credentials (the head's token replaces them) and the
+#: hop's own framing.
+DROPPED_REQUEST_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "host", "content-length",
+                                     "transfer-encoding", "connection", "keep-alive", "accept-encoding"})
+#: Response headers that describe one hop's framing, not the answer.
+DROPPED_RESPONSE_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "date",
+                                      "server", "content-encoding"})
+
+
+def frame(header: Mapping[str, Any], payload: bytes = b"") -> bytes:
+    """One binary message of the transport: a JSON header line, then the raw payload."""
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+def unframe(data: bytes) -> tuple[dict[str, Any], bytes]:
+    head, _, payload = data.partition(b"\n")
+    return json.loads(head), payload
+
+
+class GatewayUnreachable(ConnectionError):
+    """The head's gateway cannot be reached, or its connection dropped mid-call."""
+
+
+@attrs.define
+class Forwarded:
+    """The head's answer to one forwarded HTTP request, arriving frame by frame: its status and headers, then
+    the body's chunks as the head's gateway wrote them (``chunks``). ``cancel`` (or closing ``chunks`` before
+    the end) tells the head to drop the call, which closes its upstream call."""
+
+    status: int
+    headers: dict[str, str]
+    _frames: asyncio.Queue[tuple[dict[str, Any], bytes]]
+    _cancel: Callable[[], None]
+    _done: bool = False
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        try:
+            while True:
+                header, payload = await self._frames.get()
+                if "error" in header:
+                    raise GatewayUnreachable(str(header["error"]))
+                if header.get("end"):
+                    self._done = True
+                    return
+                yield payload
+        finally:
+            if not self._done:
+                self.cancel()
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
+
+    def cancel(self) -> None:
+        if not self._done:
+            self._done = True
+            self._cancel()
 
 
 @attrs.define
 class GatewayPool:
     """One worker's connection to the head's gateway, shared by every attempt: a WebSocket per gateway that
-    carries any number of calls at once (``GET /v1/stream``: far cheaper per call than one HTTP request each),
-    opened lazily on the running loop and again after it drops."""
+    carries any number of HTTP requests at once (``GET /v1/stream``: far cheaper per call than a connection
+    each), opened lazily on the running loop and again after it drops.
+
+    Each request goes as one binary message (``{"id", "token", "method", "path", "headers"}`` and the body);
+    the head serves it through its ordinary HTTP handlers and answers with a message carrying the status and
+    headers, one per body chunk as it is written, and an end (or ``{"id", "error"}``). ``{"id", "cancel"}``
+    drops a call (its client went away)."""
 
     timeout: float = 3600.0
     _session: aiohttp.ClientSession | None = None
     _sockets: dict[str, aiohttp.ClientWebSocketResponse] = attrs.field(factory=dict)
     _readers: dict[str, asyncio.Task[None]] = attrs.field(factory=dict)
-    _pending: dict[int, asyncio.Future[dict[str, Any]]] = attrs.field(factory=dict)
+    _pending: dict[int, tuple[str, asyncio.Queue[tuple[dict[str, Any], bytes]]]] = attrs.field(factory=dict)
     _ids: itertools.count[int] = attrs.field(factory=itertools.count)
     _opening: asyncio.Lock | None = None
     _sending: asyncio.Lock | None = None
@@ -64,36 +129,68 @@ class GatewayPool:
 
     async def _read(self, base_url: str, ws: aiohttp.ClientWebSocketResponse) -> None:
         try:
-            async for frame in ws:
-                if frame.type is not aiohttp.WSMsgType.TEXT:
+            async for message in ws:
+                if message.type is not aiohttp.WSMsgType.BINARY:
                     continue
-                answer = json.loads(frame.data)
-                waiter = self._pending.pop(int(answer.get("id", -1)), None)
-                if waiter is not None and not waiter.done():
-                    waiter.set_result(answer)
+                header, payload = unframe(message.data)
+                call_id = int(header.get("id", -1))
+                waiting = self._pending.get(call_id)
+                if waiting is not None:
+                    waiting[1].put_nowait((header, payload))
+                    if header.get("end") or "error" in header:
+                        self._pending.pop(call_id, None)
         finally:
             self._sockets.pop(base_url, None)
-            for call_id, waiter in list(self._pending.items()):
-                if getattr(waiter, "base_url", None) == base_url and not waiter.done():
+            for call_id, (url, frames) in list(self._pending.items()):
+                if url == base_url:
                     self._pending.pop(call_id, None)
-                    waiter.set_exception(ConnectionError("the connection to the run's model gateway was lost"))
+                    frames.put_nowait(({"id": call_id, "error": "the connection to the run's model gateway was "
+                                        "lost"}, b""))
+
+    async def _send(self, ws: aiohttp.ClientWebSocketResponse, data: bytes | str) -> None:
+        if self._sending is None:
+            self._sending = asyncio.Lock()
+        async with self._sending:
+            if isinstance(data, bytes):
+                await ws.send_bytes(data)
+            else:
+                await ws.send_str(data)
+
+    async def forward(self, base_url: str, token: str, method: str, path: str, headers: Mapping[str, str],
+                      body: bytes) -> Forwarded:
+        """Send one HTTP request (``path`` with its query, from the API root: ``/v1/messages``) to the gateway
+        at ``base_url`` with ``token``; returns once its status and headers are in."""
+        ws = await self._socket(base_url)
+        call_id = next(self._ids)
+        frames: asyncio.Queue[tuple[dict[str, Any], bytes]] = asyncio.Queue()
+        self._pending[call_id] = (base_url, frames)
+        sent = {k: v for k, v in headers.items() if k.lower() not in DROPPED_REQUEST_HEADERS}
+
+        def cancel() -> None:
+            if self._pending.pop(call_id, None) is not None and not ws.closed:
+                task = asyncio.ensure_future(self._send(ws, json.dumps({"id": call_id, "cancel": True})))
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+        try:
+            await self._send(ws, frame({"id": call_id, "token": token, "method": method, "path": path,
+                                        "headers": sent}, body))
+            header, _ = await asyncio.wait_for(frames.get(), self.timeout)
+        except BaseException:
+            cancel()
+            raise
+        if "error" in header:
+            raise GatewayUnreachable(str(header["error"]))
+        return Forwarded(int(header.get("status") or 502), dict(header.get("headers") or {}), frames, cancel)
 
     async def call(self, base_url: str, token: str, via: str, body: dict[str, Any]) -> tuple[int, Any]:
         """One chat completion through the gateway at ``base_url``: its status and JSON answer."""
-        ws = await self._socket(base_url)
-        call_id = next(self._ids)
-        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        waiter.base_url = base_url  # type: ignore[attr-defined]
-        self._pending[call_id] = waiter
-        if self._sending is None:
-            self._sending = asyncio.Lock()
+        reply = await self.forward(base_url, token, "POST", "/v1/chat/completions",
+                                   {"Content-Type": "application/json", VIA_HEADER: via}, json.dumps(body).encode())
+        data = await asyncio.wait_for(reply.read(), self.timeout)
         try:
-            async with self._sending:
-                await ws.send_str(json.dumps({"id": call_id, "token": token, "via": via, "body": body}))
-            answer = await asyncio.wait_for(waiter, self.timeout)
-        finally:
-            self._pending.pop(call_id, None)
-        return int(answer.get("status") or 502), answer.get("body")
+            return reply.status, json.loads(data)
+        except ValueError:
+            return reply.status, data.decode("utf-8", errors="replace")
 
     async def aclose(self) -> None:
         for ws in list(self._sockets.values()):

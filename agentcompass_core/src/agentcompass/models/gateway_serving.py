@@ -106,6 +106,20 @@ def _log_dropped(protocol: str, dropped: tuple[str, ...]) -> None:
         get_logger(component="gateway").info("gateway.translation_dropped", protocol=protocol, dropped=new)
 
 
+def protocol_of(path: str) -> str:
+    """The protocol a request to ``path`` (from the API root) speaks, for answering it before it is served."""
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith("/v1/responses"):
+        return "responses"
+    return "gemini" if "/models/" in path else "chat"
+
+
+def refused(path: str, status: int, message: str, kind: str) -> web.Response:
+    """An error answer to a request for ``path``, in its protocol's shape."""
+    return _json(CODECS[protocol_of(path)], status, message, kind)
+
+
 def endpoint_of(protocol: str, path: str) -> str:
     """The endpoint a call records: the path the agent called (without the query, which may hold a key)."""
     return f"/{path}" if protocol == "gemini" else f"/v1/{path}"  # Gemini's paths hold their API version
