@@ -251,6 +251,74 @@ async def test_responses_client_on_an_anthropic_provider(gateway: ModelGateway) 
     assert [(c.protocol, c.passthrough) for c in meter.calls] == [("responses", False)] * 2
 
 
+async def test_chat_client_on_an_anthropic_provider(gateway: ModelGateway) -> None:
+    async with LoopbackUpstream(ScriptedModel(scripted(text("Bright and dry.")))) as up:
+        provider = anthropic_provider(up)
+        token, meter = await granted(gateway, provider)
+        client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key=token, max_retries=0)
+        chunks = [c async for c in await client.chat.completions.create(
+            model="gpt-4o", stream=True, max_tokens=200,
+            messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}])]
+        await provider.aclose()
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Bright and dry."
+    (request,) = up.requests
+    assert request.path == "/v1/messages" and request.body["system"] == "Be brief."
+    assert request.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Weather?"}]}]
+    assert [(c.protocol, c.passthrough, c.stream) for c in meter.calls] == [("chat", False, True)]
+
+
+async def test_anthropic_count_tokens_is_the_providers(gateway: ModelGateway) -> None:
+    async with LoopbackUpstream() as up:
+        provider = anthropic_provider(up)
+        token, _ = await granted(gateway, provider)
+        client = anthropic.AsyncAnthropic(base_url=root(gateway), api_key=token, max_retries=0)
+        messages: Any = [{"role": "user", "content": [{"type": "text", "text": "count me",
+                                                       "cache_control": {"type": "ephemeral"}}]}]
+        counted = await client.messages.count_tokens(model="claude-sonnet-4-5", messages=messages)
+        await provider.aclose()
+    (request,) = up.requests
+    assert request.path == "/v1/messages/count_tokens" and request.body["messages"] == messages
+    assert counted.input_tokens == 1000 + len(json.dumps(request.body)) // 10
+
+
+# -- streams arrive as the provider produces them ---------------------------------------------------------
+
+
+async def _first_and_last(events: Any) -> tuple[float, float]:
+    loop = asyncio.get_running_loop()
+    first = last = 0.0
+    async for _ in events:
+        last = loop.time()
+        first = first or last
+    return first, last
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "responses", "chat"])
+async def test_a_stream_reaches_the_client_event_by_event(gateway: ModelGateway, protocol: str) -> None:
+    """The upstream pauses between its pieces (20 of them, 50 ms apart): the client has its first event about
+    a second before the last, as the provider produced them (not assembled on the way)."""
+    async with LoopbackUpstream(ScriptedModel(scripted(text("abcde" * 20))), piece=5, delay=0.05) as up:
+        provider = anthropic_provider(up) if protocol == "anthropic" else openai_provider(up)
+        token, _ = await granted(gateway, provider)
+        if protocol == "anthropic":
+            claude = anthropic.AsyncAnthropic(base_url=root(gateway), api_key=token, max_retries=0)
+            async with claude.messages.stream(model="m", max_tokens=100,
+                                              messages=[{"role": "user", "content": "go"}]) as s:
+                first, last = await _first_and_last(s.text_stream)
+        else:
+            client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key=token, max_retries=0)
+            if protocol == "responses":
+                events = await client.responses.create(model="m", input="go", stream=True)
+            else:
+                events = await client.chat.completions.create(model="m", stream=True,
+                                                              messages=[{"role": "user", "content": "go"}])
+            first, last = await _first_and_last(events)
+        await provider.aclose()
+    assert up.requests[0].path.endswith("/messages" if protocol == "anthropic" else f"/{protocol}".replace(
+        "/chat", "/chat/completions"))
+    assert last - first > 0.7
+
+
 # -- budgets and disconnects in the middle of a stream ------------------------------------------------------
 
 
