@@ -308,3 +308,38 @@ def test_without_an_address_a_local_instance_runs_and_goes(tmp_path: Path) -> No
 
     assert not [e.name for e in Path("/proc").iterdir() if e.name.isdigit() and str(temp) in cmdline(int(e.name))]
     shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_a_claude_like_client_on_the_worker_is_passed_through_and_streamed_by_the_head(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    """An Anthropic SDK client in a ``command`` run on the worker node, against an Anthropic-protocol provider:
+    the provider gets what it sent (thinking signature, cache_control), the stream arrives as the provider
+    produced it (paused 50 ms between pieces), and the call is recorded on the head as a passthrough."""
+    import sys
+
+    from agentcompass.testing.scripted_models import ScriptedModel, scripted, text
+
+    from tests.helpers.threaded_upstream import CLAUDE_LIKE, upstream_in_thread
+
+    script = tmp_path / "claude_like.py"
+    script.write_text(CLAUDE_LIKE)
+    out = tmp_path / "ray"
+    with upstream_in_thread(ScriptedModel(scripted(text("abcde" * 20))), piece=5, delay=0.05) as up:
+        proc = run_cli(cluster, "run", "example_coding", "command", "anthropic/claude-up", "--model-base-url",
+                       up.root, "--harness-arg", f"command={sys.executable} {script} 4000", "-t", "roman",
+                       *on_cluster(cluster), "--executor-arg", "num_cpus=0", "-o", str(out),
+                       env={"ANTHROPIC_API_KEY": up.api_key})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        requests = list(up.requests)
+    (result,) = records(out / "results.jsonl")
+    stdout = out / "artifacts" / "roman" / "attempt-1" / "command" / "stdout.txt"
+    printed = json.loads(stdout.read_text().strip().splitlines()[-1])
+    assert printed["text"] == "abcde" * 20 and printed["spread"] > 0.5, printed
+    (request,) = requests
+    assert request.path == "/v1/messages" and request.body["model"] == "claude-up"
+    assert request.body["messages"][1]["content"][0]["signature"] == "sig-abc=="
+    assert request.body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert request.body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    (call,) = records(out / "trajectories.jsonl")
+    assert (call["protocol"], call["passthrough"], call["via"]) == ("anthropic", True, "gateway")
+    assert result["status"] == "COMPLETED"

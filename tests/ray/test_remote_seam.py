@@ -152,3 +152,41 @@ async def test_the_multiplexed_gateway_checks_every_token_and_stops_with_sockets
         await gateway.stop()  # the worker's socket is still open: stop closes it instead of waiting
         assert time.monotonic() - started < 5
         await pool.aclose()
+
+
+@pytest.mark.parametrize("budget", [None, 60])
+def test_an_anthropic_client_in_a_remote_attempt_is_passed_through_streamed_and_budgeted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int | None) -> None:
+    """Claude Code's kind of call from a remote attempt's environment, through the worker's relay, to an
+    Anthropic-protocol provider: kept as sent, streamed as produced; a budget reached mid-stream ends the stream
+    with Anthropic's error event and the attempt is LIMIT_REACHED."""
+    import sys
+
+    from agentcompass.testing.scripted_models import ScriptedModel, scripted, text
+
+    from tests.helpers.threaded_upstream import CLAUDE_LIKE, upstream_in_thread
+
+    script = tmp_path / "claude_like.py"
+    script.write_text(CLAUDE_LIKE)
+    answer = "abcde " * 150
+    with upstream_in_thread(ScriptedModel(scripted(text(answer))), piece=6, delay=0.01) as up:
+        monkeypatch.setenv("SEAM_ANTHROPIC_KEY", up.api_key)
+        request = RunRequest(benchmark="example_coding", harness="command", model="anthropic/claude-up",
+                             harness_args={"command": f"{sys.executable} {script} 4000"}).with_options(
+            model_base_url=up.root, model_api_key_env="SEAM_ANTHROPIC_KEY", executor="pickled",
+            task_ids=("roman",), **({"max_tokens_per_task": budget} if budget else {}))
+        outcome = run(request, tmp_path / "run")
+        requests = list(up.requests)
+    stdout = tmp_path / "run" / "artifacts" / "roman" / "attempt-1" / "command" / "stdout.txt"
+    printed = json.loads(stdout.read_text().strip().splitlines()[-1])
+    (sent,) = requests
+    assert sent.body["messages"][1]["content"][0]["signature"] == "sig-abc=="
+    assert sent.body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    (call,) = records(tmp_path / "run" / "trajectories.jsonl")
+    assert (call["protocol"], call["passthrough"], call["via"]) == ("anthropic", True, "gateway")
+    if budget is None:
+        assert printed["text"] == answer and printed["spread"] > 0.4, printed
+        assert outcome.summary.status_counts == {"COMPLETED": 1}
+    else:
+        assert "max_tokens_per_task=60" in printed["error"] and 0 < len(printed["text"]) < len(answer), printed
+        assert outcome.summary.status_counts == {"LIMIT_REACHED": 1}
