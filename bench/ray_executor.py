@@ -13,9 +13,14 @@ Prints, per executor (each case repeated ``--repeat`` times; the range is shown)
     last record; joining the cluster and starting the workers come before it and are shown apart), tasks/s,
     and ms per task (run time ÷ N); the ray executor's overhead per task is its ms per task minus the local
     executor's (target ≤ 10 ms);
-  * 100 ms model latency, concurrency 100: run time ÷ ideal, ideal = N·K·latency ÷ concurrency (target ≤ 1.3).
+  * 100 ms model latency, concurrency 100: run time ÷ ideal, ideal = N·K·latency ÷ concurrency (target ≤ 1.3);
+  * per protocol (Anthropic Messages, Responses, chat completions, each passed through to a loopback provider
+    of its protocol): the time to first token of a streamed call made at a worker's relay gateway (node → head
+    over the worker's WebSocket, served by the head's gateway) minus the same call made at the head's gateway
+    directly; median of ``--ttft-calls`` calls (target ≤ 5 ms). Measured in one process over loopback (the
+    transport itself; no Ray cluster).
 
-Usage: uv run python bench/ray_executor.py [--n 2000] [--repeat 2] [--only overhead|latency]
+Usage: uv run python bench/ray_executor.py [--n 2000] [--repeat 2] [--only overhead|latency|ttft]
 """
 
 from __future__ import annotations
@@ -103,12 +108,87 @@ def span(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
     return f"{lo:.{digits}f}" if round(lo, digits) == round(hi, digits) else f"{lo:.{digits}f}–{hi:.{digits}f}"
 
 
+async def ttft_ms(base_url: str, token: str, protocol: str, calls: int) -> list[float]:
+    """Times (ms) from sending a streamed call to its first answer event."""
+    import aiohttp
+
+    paths = {"anthropic": "/messages", "responses": "/responses", "chat": "/chat/completions"}
+    bodies = {"anthropic": {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]},
+              "responses": {"model": "m", "input": "hi"},
+              "chat": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}}
+    headers = {"Authorization": f"Bearer {token}", "x-api-key": token, "anthropic-version": "2023-06-01"}
+    marks = {"anthropic": b"text_delta", "responses": b"output_text.delta", "chat": b'"content"'}
+    times = []
+    async with aiohttp.ClientSession() as http:
+        for _ in range(calls):
+            started = time.perf_counter()
+            async with http.post(base_url + paths[protocol], json={**bodies[protocol], "stream": True},
+                                 headers=headers) as r:
+                seen = b""
+                while marks[protocol] not in seen:
+                    chunk = await r.content.readany()
+                    assert chunk, seen
+                    seen += chunk
+                times.append((time.perf_counter() - started) * 1000)
+                await r.read()
+    return times
+
+
+async def ttft_case(calls: int) -> None:
+    import statistics
+
+    from agentcompass.models.gateway import ModelGateway
+    from agentcompass.models.metering import TaskMeter
+    from agentcompass.runtime.model_providers import ProviderSettings
+    from agentcompass.testing.upstream import LoopbackUpstream
+    from agentcompass_models.anthropic import make_anthropic
+    from agentcompass_models.openai import make_openai
+
+    from tests.helpers.relayed_gateway import RelayedGateway
+
+    print(f"  time to first token of a streamed call (median of {calls}), passthrough to a loopback provider:")
+    for protocol in ("anthropic", "responses", "chat"):
+        async with LoopbackUpstream(piece=8) as up:
+            def provider(protocol: str = protocol) -> object:
+                if protocol == "anthropic":
+                    return make_anthropic("up", settings=ProviderSettings(
+                        base_url=up.root, max_retries=0, environ={"ANTHROPIC_API_KEY": up.api_key}))
+                return make_openai("up", settings=ProviderSettings(base_url=up.base_url, max_retries=0,
+                                                                   environ={"OPENAI_API_KEY": up.api_key}))
+
+            local = ModelGateway({"agent": "up"})
+            await local.start()
+            relayed = await RelayedGateway.start({"agent": "up"})
+            lp, rp = provider(), provider()
+            try:
+                token, _ = local.grant({"agent": lp}, TaskMeter("t", 1), local.base_url)  # type: ignore[dict-item]
+                rtoken, _ = relayed.grant({"agent": rp}, TaskMeter("t", 1))  # type: ignore[dict-item]
+                await ttft_ms(local.base_url, token, protocol, 5)  # warm both paths
+                await ttft_ms(relayed.base_url, rtoken, protocol, 5)
+                here = statistics.median(await ttft_ms(local.base_url, token, protocol, calls))
+                there = statistics.median(await ttft_ms(relayed.base_url, rtoken, protocol, calls))
+            finally:
+                await lp.aclose()  # type: ignore[attr-defined]
+                await rp.aclose()  # type: ignore[attr-defined]
+                await relayed.stop()
+                await local.stop()
+        print(f"    {protocol:>9}: local {here:.2f} ms, from a node {there:.2f} ms → added {there - here:.2f} ms"
+              "  (target ≤ 5 ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--only", choices=("overhead", "latency"), default=None, help="run one of the cases")
+    parser.add_argument("--only", choices=("overhead", "latency", "ttft"), default=None, help="run one of the cases")
+    parser.add_argument("--ttft-calls", type=int, default=50)
     args = parser.parse_args()
+    if args.only != "overhead" and args.only != "latency":
+        import asyncio
+
+        asyncio.run(ttft_case(args.ttft_calls))
+        if args.only == "ttft":
+            return
     n, repeat = args.n, args.repeat
     root = Path(tempfile.mkdtemp(prefix="acbench", dir="/tmp"))
     site = install_plugin(root)
