@@ -139,7 +139,7 @@ def test_no_docker_engine_is_a_setup_error_naming_how_to_start_one(tmp_path):
 
 def test_messages_name_a_benchmark_by_its_registered_name_even_when_its_class_has_none(tmp_path):
     # The spec's benchmark class defines no `name`; the runtime gives the instance the name it is registered under.
-    proc = run_cli_subprocess("run", "seed_interactive", "nop", "mock", "-o", str(tmp_path / "r"))
+    proc = run_cli_subprocess("run", "seed_interactive", "react", "mock", "-o", str(tmp_path / "r"))
     assert proc.returncode == 2
     assert "benchmark 'seed_interactive' drives its own loop" in proc.stderr, proc.stderr
 
