@@ -24,7 +24,7 @@ def invoke(host, *args):
         (["run", "scripted", "none", "mock", "--env", "locl"], "did you mean 'local'"),
         (["run", "scripted", "none", "mokc"], "unknown model 'mokc'; did you mean 'mock'"),
         (["run", "plain", "none", "mock"], "needs an agent harness"),
-        (["run", "scripted", "nop", "mock"], "run it with the harness 'none'"),
+        (["run", "scripted", "react", "mock"], "run it with the harness 'none'"),
         (["run", "plain", "oracle", "mock"], "has no reference solutions"),
         (["run", "scripted", "none", "mock", "-b", "n5"], "--benchmark-arg takes KEY=VALUE, got 'n5'"),
         (["run", "scripted", "none", "mock", "-b", "colour=red"], "unknown option(s) colour"),

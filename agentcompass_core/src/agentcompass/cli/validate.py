@@ -43,7 +43,7 @@ def validity_text(report: ValidityReport) -> str:
         if n:
             lines.append(f"unfinished: {n} {phase} results; finish with: agentcompass validate --resume "
                          f"{report.directory}")
-    lines.append(f"validate directory: {report.directory} (page: agentcompass report {report.directory})")
+    lines.append(f"validate directory: {report.directory} (oracle/ and nop/ are run directories)")
     return "\n".join(lines)
 
 
