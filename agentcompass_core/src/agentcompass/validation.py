@@ -162,6 +162,12 @@ def _mean_seconds(results: Sequence[RunResult]) -> dict[str, float]:
     return {phase: round(total / len(results), 3) for phase, total in totals.items()} if results else {}
 
 
+def is_validate_directory(path: Path) -> bool:
+    """Whether ``path`` is a validate directory (what ``agentcompass validate -o`` writes): an ``oracle`` run
+    directory inside, and no run directory of its own."""
+    return (path / "oracle" / "run.json").is_file() and not (path / "run.json").exists()
+
+
 def read_validity(directory: Path) -> ValidityReport:
     """The findings of the validate directory ``directory`` (what ``validate`` ran into it); a UsageError naming
     it when it holds no oracle run."""
