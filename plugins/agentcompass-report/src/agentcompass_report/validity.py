@@ -28,7 +28,7 @@ PHASE_COLUMNS = ("environment", "prepare", "run", "evaluate", "total")
 
 EXTRA_CSS = """
 .vt td.verdicts { font-family: ui-monospace, monospace; letter-spacing: 1px; white-space: nowrap; }
-.vt .v-pass { color: var(--ok); } .vt .v-fail { color: var(--err); font-weight: 600; }
+.vt .v-ok { color: var(--ok); } .vt .v-bad { color: var(--err); font-weight: 600; }
 .vt tr.problem td.finding { color: var(--err); font-weight: 600; }
 .vt tr.sound td.finding { color: var(--ok); }
 .vt td.times { white-space: nowrap; }
@@ -39,11 +39,13 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _verdicts(verdicts: Sequence[bool]) -> str:
-    """P and F by trial, each coloured; a dash without any trial."""
+def _verdicts(verdicts: Sequence[bool], *, expected: bool) -> str:
+    """P and F by trial, the ones other than ``expected`` (the oracle passes, nop fails) in red; a dash without
+    any trial."""
     if not verdicts:
         return "–"
-    return "".join('<span class="v-pass">P</span>' if v else '<span class="v-fail">F</span>' for v in verdicts)
+    return "".join(f'<span class="{"v-ok" if v == expected else "v-bad"}">{"P" if v else "F"}</span>'
+                   for v in verdicts)
 
 
 def _times(seconds: Mapping[str, float]) -> str:
@@ -56,8 +58,8 @@ def _row(t: TaskValidity) -> str:
     return (f'<tr class="task {cls}" data-task="{_e(t.task_id)}" data-problems="{_e(",".join(t.problems))}" '
             f'data-flip-rate="{t.flip_rate!r}">'
             f'<td>{_e(t.task_id)}</td>'
-            f'<td class="verdicts oracle">{_verdicts(t.oracle)}</td>'
-            f'<td class="verdicts nop">{_verdicts(t.nop)}</td>'
+            f'<td class="verdicts oracle">{_verdicts(t.oracle, expected=True)}</td>'
+            f'<td class="verdicts nop">{_verdicts(t.nop, expected=False)}</td>'
             f'<td class="finding">{_e(", ".join(t.problems) or "ok")}{errors}</td>'
             f'<td class="num flip">{t.flip_rate:.2f}</td>'
             f'<td class="times oracle-s">{_times(t.seconds.get("oracle", {}))}</td>'
@@ -102,6 +104,6 @@ def validity_page(path: Path, redactor: Redactor) -> str:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_e(title)}</title><style>{css}</style></head><body><div id=\"app\">"
             f"<h1>{_e(title)}</h1><p class=\"muted small\">generated {generated}; the runs: {links} "
-            "(agentcompass report DIR/oracle writes their reports).</p>"
+            "(their own reports, written beside this page).</p>"
             f"{_summary(report)}{legend}{table}</div></body></html>\n")
     return redactor.text(page)
