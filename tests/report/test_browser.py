@@ -179,6 +179,7 @@ def test_a_run_of_several_trials_shows_each_tasks_flip_rate_as_its_summary_has_i
     assert f"Mean flip rate {verdicts['mean_flip_rate']:.3f}" in lede
     assert f"{verdicts['n_flipping']} of {verdicts['n_tasks']} tasks with any flip" in lede
     flipping = {t: rate for t, rate in verdicts["flip_rates"].items() if rate > 0}
+    assert flipping, "the mock's 30% error rate flips some task's verdict between trials"
     rows = browser.find_elements(By.CSS_SELECTOR, "#flips-0 tbody tr")
     shown = {r.get_attribute("data-task"): r.find_elements(By.TAG_NAME, "td")[1].text for r in rows}
     assert shown == {t: f"{rate:.3f}" for t, rate in flipping.items()}
