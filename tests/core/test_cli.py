@@ -24,7 +24,7 @@ def invoke(host, *args):
         (["run", "scripted", "none", "mock", "--env", "locl"], "did you mean 'local'"),
         (["run", "scripted", "none", "mokc"], "unknown model 'mokc'; did you mean 'mock'"),
         (["run", "plain", "none", "mock"], "needs an agent harness"),
-        (["run", "scripted", "nop", "mock"], "run it with the harness 'none'"),
+        (["run", "scripted", "react", "mock"], "run it with the harness 'none'"),
         (["run", "plain", "oracle", "mock"], "has no reference solutions"),
         (["run", "scripted", "none", "mock", "-b", "n5"], "--benchmark-arg takes KEY=VALUE, got 'n5'"),
         (["run", "scripted", "none", "mock", "-b", "colour=red"], "unknown option(s) colour"),
@@ -139,7 +139,7 @@ def test_no_docker_engine_is_a_setup_error_naming_how_to_start_one(tmp_path):
 
 def test_messages_name_a_benchmark_by_its_registered_name_even_when_its_class_has_none(tmp_path):
     # The spec's benchmark class defines no `name`; the runtime gives the instance the name it is registered under.
-    proc = run_cli_subprocess("run", "seed_interactive", "nop", "mock", "-o", str(tmp_path / "r"))
+    proc = run_cli_subprocess("run", "seed_interactive", "react", "mock", "-o", str(tmp_path / "r"))
     assert proc.returncode == 2
     assert "benchmark 'seed_interactive' drives its own loop" in proc.stderr, proc.stderr
 

@@ -156,9 +156,11 @@ def test_a_comparison_shows_the_paired_differences_of_results_compare(browser, r
     table = text(browser, "comparison-1")
     lo, hi = overall["ci95"]
     sign = "+" if overall["difference"] > 0 else ""
+    reading = ("within noise" if overall["within_noise"]
+               else "B better" if overall["difference"] > 0 else "B worse")
     assert (f"Reward all {overall['n_tasks']} {overall['a']['mean']:.3f} {overall['b']['mean']:.3f} "
-            f"{sign}{overall['difference']:.3f} [{lo:.3f}, {hi:.3f}] {overall['b_better']} {overall['b_worse']} "
-            f"{overall['equal']}") in table
+            f"{sign}{overall['difference']:.3f} [{lo:.3f}, {hi:.3f}] {overall['mde']:.3f} {reading} "
+            f"{overall['b_better']} {overall['b_worse']} {overall['equal']}") in table
     passk = text(browser, "passk-1")  # one row per k, so many trials never run off the page's edge
     assert "all pass^k" in passk and any(line.startswith("3 ") for line in passk.splitlines())
     browser.save_screenshot(str(artifacts / "comparison.png"))
@@ -167,6 +169,24 @@ def test_a_comparison_shows_the_paired_differences_of_results_compare(browser, r
     wait_for(browser, "return document.querySelectorAll('.detail-col #trajectory').length == 2")
     assert len(browser.find_elements(By.CSS_SELECTOR, ".detail-col")) == 2
     browser.save_screenshot(str(artifacts / "comparison-task.png"))
+
+
+def test_a_run_of_several_trials_shows_each_tasks_flip_rate_as_its_summary_has_it(browser, runs, tmp_path, artifacts):
+    run = runs["trials"]
+    verdicts = summary_of(run)["verdicts"]
+    open_page(browser, report([run], tmp_path / "trials.html").as_uri())
+    lede = text(browser, "flips-lede-0")
+    assert f"Mean flip rate {verdicts['mean_flip_rate']:.3f}" in lede
+    assert f"{verdicts['n_flipping']} of {verdicts['n_tasks']} tasks with any flip" in lede
+    flipping = {t: rate for t, rate in verdicts["flip_rates"].items() if rate > 0}
+    assert flipping, "the mock's 30% error rate flips some task's verdict between trials"
+    rows = browser.find_elements(By.CSS_SELECTOR, "#flips-0 tbody tr")
+    shown = {r.get_attribute("data-task"): r.find_elements(By.TAG_NAME, "td")[1].text for r in rows}
+    assert shown == {t: f"{rate:.3f}" for t, rate in flipping.items()}
+    browser.save_screenshot(str(artifacts / "verdict-flips.png"))
+    # one trial: nothing can flip, and no such section
+    open_page(browser, report([runs["main"]], tmp_path / "main.html").as_uri())
+    assert browser.find_elements(By.ID, "verdict-flips-0") == []
 
 
 def test_a_comparison_puts_the_paired_differences_before_each_runs_results(browser, runs, tmp_path, artifacts):

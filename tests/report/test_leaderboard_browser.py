@@ -76,6 +76,9 @@ def test_the_leaderboard_page_shows_cells_intervals_differences_and_links(browse
                 d = cell["difference"]
                 assert difference.startswith(f"{d['difference']:+.4f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]")
                 assert f"of {d['n_tasks']}" in difference
+                # the noise figures `suite show` prints beside the difference
+                assert d["mde"] is not None and f"MDE {d['mde']:.3f}" in difference
+                assert ("within noise" in difference) == d["within_noise"]
     interactive = next(b for b in board["benchmarks"] if b["benchmark"] == "example_interactive")
     assert interactive["baseline"] == "example_interactive-e0"
     notes = browser.find_element(By.ID, "not-on-board").text

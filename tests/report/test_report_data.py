@@ -139,6 +139,7 @@ def test_the_live_summary_of_a_finished_run_equals_its_summary_json(runs):
         live = json.loads(json.dumps(live_summary(files, contract_of(files.info))))
         assert close(live["metrics"], written["metrics"])  # summed in another order: equal to rounding
         assert live["status_counts"] == written["status_counts"]
+        assert close(live["verdicts"], written["verdicts"])  # the flip rates the page shows of a live run
 
 
 def test_the_comparison_is_results_compare_as_json(runs):

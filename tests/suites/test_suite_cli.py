@@ -108,6 +108,9 @@ def test_a_grid_runs_and_its_leaderboard_is_each_cells_own_figures(tmp_path):
                           if m["metric"] == bench["primary_metric"] and m["category"] is None)
             assert cell["difference"]["difference"] == metric["difference"]
             assert cell["difference"]["ci95"] == metric["ci95"]
+            # and so are its noise figures
+            assert cell["difference"]["mde"] == metric["mde"]
+            assert cell["difference"]["within_noise"] == metric["within_noise"]
     # the two error rates differ on the interactive benchmark (the mock's errors fail tool calls)
     interactive = board["benchmarks"][1]["cells"]
     assert len({c["mean"] for c in interactive}) == 2
@@ -117,6 +120,13 @@ def test_a_grid_runs_and_its_leaderboard_is_each_cells_own_figures(tmp_path):
     assert base["baseline"] == "example_interactive-none-e0.5"
     text = cli("suite", "show", str(out))
     assert "paired difference vs example_coding-react-e0" in text.stdout and "bad-option: failed" in text.stdout
+    assert "difference [95% CI] MDE" in text.stdout
+    for bench in board["benchmarks"]:
+        for cell in bench["cells"]:
+            d = cell["difference"]
+            if d is not None and d["mde"] is not None:
+                line = next(row for row in text.stdout.splitlines() if row.startswith(cell["name"] + " "))
+                assert f"MDE {d['mde']:.3f}" in line and ("within noise" in line) == d["within_noise"]
     # a resume runs nothing finished again; the bad cell is tried again (and fails again)
     resumed = cli("suite", "run", "--resume", str(out))
     assert "cell bad-option: failed" in resumed.stderr

@@ -74,14 +74,20 @@ def _warn_if_unfinished(run_dir: Path) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--by-category", is_flag=True, help="Also compare within each category.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON on stdout.")
-def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool) -> None:
-    """Compare RUN_B [RUN_C ...] against the baseline RUN_A on the tasks they share: paired differences."""
+@click.option("--plan", "plan_difference", type=float, default=None, metavar="D",
+              help="Instead: the tasks × trials needed to detect a difference D, with RUN_A and RUN_B as the pilot.")
+def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool, plan_difference: float | None) -> None:
+    """Compare RUN_B [RUN_C ...] against the baseline RUN_A on the tasks they share: paired differences, the
+    smallest difference the runs could detect (MDE) and whether each is within noise."""
     from agentcompass.cli.render import comparison_text
     from agentcompass.results.comparison import compare, load_run
     from agentcompass.serialization import unstructure
 
     if len(runs) < 2:
         raise CLIError("compare needs at least two run directories: RUN_A RUN_B [...]", exit_code=ExitCode.USAGE)
+    if plan_difference is not None:
+        print_plan(runs[:2], plan_difference, None, as_json)
+        return
     with cli_errors():
         loaded = [load_run(p) for p in runs]
         comparisons = [compare(loaded[0], other, by_category=by_category) for other in loaded[1:]]
@@ -89,3 +95,30 @@ def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool) ->
         emit_json([unstructure(c) for c in comparisons])
         return
     click.echo("\n\n".join(comparison_text(c) for c in comparisons))
+
+
+def print_plan(runs: tuple[Path, ...], difference: float, metric: str | None, as_json: bool) -> None:
+    from agentcompass.cli.render import plan_text
+    from agentcompass.results.comparison import load_run, plan_comparison
+    from agentcompass.serialization import unstructure
+
+    with cli_errors():
+        plan = plan_comparison([load_run(p) for p in runs], difference, metric)
+    if as_json:
+        emit_json(unstructure(plan))
+        return
+    click.echo(plan_text(plan))
+
+
+@click.command("plan")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--difference", "-d", type=float, required=True, metavar="D",
+              help="The difference of the metric to detect (e.g. 0.05 for five points of a success rate).")
+@click.option("--metric", default=None, help="The metric (default: the benchmark's primary one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON on stdout.")
+def plan_command(runs: tuple[Path, ...], difference: float, metric: str | None, as_json: bool) -> None:
+    """How many tasks by trials detect a difference D (80% power, 5% two-sided), from a pilot: one run (RUN_DIR)
+    or two runs over the same tasks (RUN_A RUN_B, their paired differences)."""
+    if len(runs) > 2:
+        raise CLIError("plan takes one pilot run, or two runs over the same tasks", exit_code=ExitCode.USAGE)
+    print_plan(runs, difference, metric, as_json)

@@ -15,9 +15,10 @@ import click
 from agentcompass import __version__
 from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import cli_errors, parse_pairs
-from agentcompass.cli.evaluate import compare_command, evaluate_command
+from agentcompass.cli.evaluate import compare_command, evaluate_command, plan_command
 from agentcompass.cli.run import run_command
 from agentcompass.cli.suite import suite_group
+from agentcompass.cli.validate import validate_command
 from agentcompass.exit_codes import ExitCode
 from agentcompass.plugins import load_plugins
 
@@ -34,6 +35,7 @@ def cli() -> None:
 cli.add_command(run_command)
 cli.add_command(evaluate_command)
 cli.add_command(suite_group)
+cli.add_command(validate_command)
 
 
 # -- plugins ---------------------------------------------------------------------------------------------
@@ -124,6 +126,7 @@ def results_group() -> None:
 
 
 results_group.add_command(compare_command)
+results_group.add_command(plan_command)
 
 
 @results_group.command("show")

@@ -16,7 +16,7 @@ CONSOLE_ERROR = 240
 TABLE_ERROR = 120
 
 if TYPE_CHECKING:
-    from agentcompass.results.comparison import Comparison
+    from agentcompass.results.comparison import Comparison, ComparisonPlan
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -106,12 +106,26 @@ def summary_text(summary: RunSummary) -> str:
         lines.append(pass_k_text(summary.metrics.pass_k, errored)
                      + (f"  (over {summary.n_finished} finished of {summary.n_planned} planned)"
                         if summary.unfinished else ""))
+    flips = flips_text(summary)
+    if flips:
+        lines.append(flips)
     usage = usage_text(summary)
     if usage:
         lines.append(usage)
     lines.append(time_text(summary))
     lines.append(f"run directory: {summary.run_dir}")
     return "\n".join(lines)
+
+
+def flips_text(summary: RunSummary) -> str | None:
+    """With several trials: how often the trials of a task disagree on its verdict."""
+    v = summary.verdicts
+    if v is None or summary.trials < 2 or not v.n_tasks:
+        return None
+    worst = sorted(((rate, task) for task, rate in v.flip_rates.items() if rate > 0), reverse=True)[:5]
+    named = f" (most: {', '.join(f'{task} {rate:.2f}' for rate, task in worst)})" if worst else ""
+    return (f"verdict flips ({v.metric} >= {v.threshold:.4g} passes): mean flip rate {v.mean_flip_rate:.3f}, "
+            f"{v.n_flipping} of {v.n_tasks} tasks with any flip{named}")
 
 
 def time_text(summary: RunSummary) -> str:
@@ -127,9 +141,31 @@ def _ci(ci: tuple[float, float] | None) -> str:
     return TOO_FEW_TASKS if ci is None else f"[{ci[0]:+.4f}, {ci[1]:+.4f}]"
 
 
+def _reading(within_noise: bool, difference: float) -> str:
+    if within_noise:
+        return "within noise"
+    return "B better" if difference > 0 else "B worse"
+
+
 def comparison_text(c: Comparison) -> str:
     rows = [[m.label or m.metric, m.category or "all", m.n_tasks, _fmt(m.a.mean), _fmt(m.b.mean),
-             f"{m.difference:+.4f}", _ci(m.ci95), f"{m.b_better}/{m.b_worse}/{m.equal}"] for m in c.metrics]
+             f"{m.difference:+.4f}", _ci(m.ci95), "-" if m.mde is None else f"{m.mde:.4f}",
+             _reading(m.within_noise, m.difference), f"{m.b_better}/{m.b_worse}/{m.equal}"] for m in c.metrics]
     head = f"{c.b} against {c.a} ({c.benchmark}, {c.n_shared_tasks} shared tasks): B − A, paired by task"
-    return head + "\n" + table(["metric", "category", "tasks", "A mean", "B mean", "B − A", "95% CI",
-                                "B better/worse/equal"], rows)
+    foot = ("MDE: the smallest difference these tasks and trials detect (80% power, 5% two-sided); within noise: "
+            "the 95% CI contains 0")
+    return head + "\n" + table(["metric", "category", "tasks", "A mean", "B mean", "B − A", "95% CI", "MDE",
+                                "reading", "B better/worse/equal"], rows) + "\n" + foot
+
+
+def plan_text(p: ComparisonPlan) -> str:
+    c = p.components
+    source = ("the paired differences of the two runs" if p.paired
+              else "one run, the other taken to vary alike and independently (pairing usually needs fewer)")
+    head = [
+        f"to detect a difference of {p.difference:g} in {p.metric} (80% power, 5% two-sided), from {source}:",
+        f"pilot: {p.pilot_tasks} tasks × {p.pilot_trials:g} trials; variance of a task's difference: between tasks "
+        f"{c.between:.4f}, within a task (per trial) {c.within:.4f}; the pilot detects {p.pilot_mde:.4f}",
+    ]
+    rows = [[r.trials, r.tasks, r.total_trials] for r in p.rows]
+    return "\n".join(head) + "\n" + table(["trials per task", "tasks needed", "task runs per side"], rows)

@@ -151,6 +151,10 @@ def leaderboard_text(data: dict[str, Any]) -> str:
             else:
                 dci = diff["ci95"]
                 diff_text = _signed(diff["difference"]) + (f" [{dci[0]:+.3f}, {dci[1]:+.3f}]" if dci else "")
+                if diff.get("mde") is not None:
+                    diff_text += f" MDE {diff['mde']:.3f}"
+                if diff.get("within_noise"):
+                    diff_text += " within noise"
             rows.append([
                 c["name"], c["harness"], c["model"], _num(c["mean"]),
                 f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-",
@@ -161,7 +165,7 @@ def leaderboard_text(data: dict[str, Any]) -> str:
         parts.append(f"{bench['benchmark']} — {bench['label']} ({bench['primary_metric']}), paired difference vs "
                      f"{bench['baseline']}\n" + table(
                          ["cell", "harness", "model", "mean", "95% CI", "pass^k", "errors", "tokens", "cost USD",
-                          "time s", "difference [95% CI]"], rows))
+                          "time s", "difference [95% CI] MDE"], rows))
     others = [*data["not_run"], *data["skipped"]]
     if others:
         parts.append("not on the board:\n" + "\n".join(

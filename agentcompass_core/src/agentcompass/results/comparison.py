@@ -9,6 +9,12 @@ the mean of the ``d_i`` (``sqrt(var(d) / n)``, sample variance), so the trials o
 ``summary.json`` gives (:func:`agentcompass.runtime.statistics.mean_interval`). Tasks where B is better, worse
 or equal are counted from the ``d_i``.
 
+Beside each difference: the **minimum detectable difference** (MDE), the smallest true difference these tasks and
+trials find with 80% power in a two-sided 5% test, ``(z(0.975) + z(0.8)) · SE`` (≈ 2.8 standard errors, the
+normal approximation), and whether the difference is **within noise** (its 95% interval contains zero).
+:func:`plan_comparison` turns a pilot's variance components (between tasks, within a task's trials;
+:func:`agentcompass.runtime.statistics.variance_components`) into the tasks by trials a difference needs.
+
 Public API: plugins that show comparisons (the report) call :func:`load_run` and :func:`compare`, so every view
 of a comparison gives the numbers ``results compare`` prints.
 """
@@ -24,7 +30,19 @@ from agentcompass.errors import UsageError
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.runtime.metrics import MetricContract, contract_from_json
 from agentcompass.runtime.records import RunInfo
-from agentcompass.runtime.statistics import clustered_stderr, inferred_bounds, mean_interval, t_quantile
+from agentcompass.runtime.statistics import (
+    VarianceComponents,
+    clustered_stderr,
+    inferred_bounds,
+    mean_interval,
+    minimum_detectable_difference,
+    paired_components,
+    paired_stderr,
+    t_quantile,
+    tasks_needed,
+    unpaired_components,
+    variance_components,
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,10 @@ class MetricComparison:
     equal: int
     #: The metric's label in the contract (what the summary and the report show), else its name.
     label: str = ""
+    #: The smallest difference these tasks and trials detect (80% power, 5% two-sided); ``None`` for one task.
+    mde: float | None = None
+    #: The 95% interval contains zero (or there is none): the difference cannot be told from noise.
+    within_noise: bool = True
 
 
 @dataclass(frozen=True)
@@ -118,6 +140,8 @@ class PairedDifference:
     b_better: int
     b_worse: int
     equal: int
+    mde: float | None = None
+    within_noise: bool = True
 
 
 def paired_difference(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str]) -> PairedDifference:
@@ -139,7 +163,8 @@ def paired_difference(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str
             span = bounds[1] - bounds[0]
             ci = (max(ci[0], -span), min(ci[1], span))
     return PairedDifference(n, mean, stderr, ci, sum(d > 0 for d in diffs), sum(d < 0 for d in diffs),
-                            sum(d == 0 for d in diffs))
+                            sum(d == 0 for d in diffs), minimum_detectable_difference(stderr),
+                            ci is None or ci[0] <= 0.0 <= ci[1])
 
 
 def shared_tasks(a: LoadedRun, b: LoadedRun) -> list[str]:
@@ -160,7 +185,8 @@ def _compare_metric(a: LoadedRun, b: LoadedRun, name: str, tasks: Sequence[str],
     return MetricComparison(
         metric=name, category=category, n_tasks=d.n_tasks, a=_side(a, name, tasks), b=_side(b, name, tasks),
         difference=d.difference, stderr=d.stderr, ci95=d.ci95, b_better=d.b_better, b_worse=d.b_worse,
-        equal=d.equal, label=contract.label(name) if contract is not None else name,
+        equal=d.equal, label=contract.label(name) if contract is not None else name, mde=d.mde,
+        within_noise=d.within_noise,
     )
 
 
@@ -175,3 +201,71 @@ def compare(a: LoadedRun, b: LoadedRun, *, by_category: bool = False) -> Compari
     metrics = tuple(_compare_metric(a, b, name, tasks, category) for category, tasks in groups for name in names)
     return Comparison(a=a.info.run_id, b=b.info.run_id, benchmark=a.info.request.benchmark,
                       n_shared_tasks=len(shared), metrics=metrics)
+
+
+#: The trials per task a plan lists.
+PLAN_TRIALS = (1, 2, 3, 5, 10)
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """``tasks`` tasks with ``trials`` trials each find the difference with 80% power."""
+
+    trials: int
+    tasks: int
+    total_trials: int
+
+
+@dataclass(frozen=True)
+class ComparisonPlan:
+    """How many tasks by trials a paired comparison needs to detect ``difference`` on ``metric``.
+
+    :param paired: the components come from two runs over the same tasks (their per-task differences);
+        ``False``: from one pilot run, the other run taken to vary alike and independently (conservative).
+    :param components: the variance components of a per-task difference.
+    :param pilot_mde: the smallest difference the pilot's own tasks and trials detect.
+    """
+
+    metric: str
+    difference: float
+    paired: bool
+    components: VarianceComponents
+    pilot_tasks: int
+    pilot_trials: float
+    pilot_mde: float
+    rows: tuple[PlanRow, ...]
+
+
+def _clusters(run: LoadedRun, name: str, tasks: Sequence[str]) -> list[list[float]]:
+    return [run.tasks[t][1][name] for t in tasks]
+
+
+def plan_comparison(runs: Sequence[LoadedRun], difference: float, metric: str | None = None,
+                    trials: Sequence[int] = PLAN_TRIALS) -> ComparisonPlan:
+    """The tasks by trials needed to detect ``difference`` (on ``metric``, default the primary one) from a pilot:
+    one run (its variance components, doubled for an unpaired other run) or two runs over the same tasks (the
+    components of their paired differences). A UsageError when the pilot cannot estimate them."""
+    if not difference or not math.isfinite(difference):
+        raise UsageError(f"--difference must be a non-zero number; got {difference}")
+    first = runs[0]
+    name = metric or (first.contract.primary if first.contract is not None else (first.scalars or ("",))[0])
+    for run in runs:
+        if name not in run.scalars:
+            raise UsageError(f"{run.path} has no metric {name!r}; its metrics: {', '.join(run.scalars) or 'none'}")
+    if len(runs) == 1:
+        tasks = sorted(first.tasks)
+        pilot = variance_components(_clusters(first, name, tasks))
+        components = unpaired_components(pilot) if pilot is not None else None
+    else:
+        tasks = shared_tasks(runs[0], runs[1])
+        components = paired_components(_clusters(runs[0], name, tasks), _clusters(runs[1], name, tasks))
+    if components is None:
+        raise UsageError(f"a plan needs a pilot of at least 2 tasks; {len(tasks)} finished in {first.path}")
+    pilot_trials = max(1, round(components.trials))
+    rows = tuple(PlanRow(k, n, n * k) for k in trials for n in [tasks_needed(components, difference, k)])
+    return ComparisonPlan(
+        metric=name, difference=abs(difference), paired=len(runs) > 1, components=components,
+        pilot_tasks=components.n_tasks, pilot_trials=components.trials,
+        pilot_mde=minimum_detectable_difference(paired_stderr(components, components.n_tasks, pilot_trials)) or 0.0,
+        rows=rows,
+    )

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from agentcompass import __version__
-from agentcompass.runtime.metrics import MetricContract, aggregate
+from agentcompass.runtime.metrics import MetricContract, aggregate, verdict_stability
 from agentcompass.runtime.records import Invocation, PlannedWork, RoleUsage, RunInfo, RunPlan, RunSummary
 from agentcompass.runtime.types import RunRequest, RunResult, TaskSpec
 from agentcompass.serialization import unstructure
@@ -68,6 +68,7 @@ def build_summary(
         primary_metric=contract.primary, metrics=metrics, usage=role_usage([*results, *others]),
         usage_retried=role_usage(others), duration_s=round(duration_s + sum(i.duration_s for i in invocations), 3),
         run_dir=run_dir, n_planned=len(work), n_unfinished=len(unfinished), invocations=invocations,
+        verdicts=verdict_stability(contract, results),
     )
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agentcompass.runtime.records import GroupAggregate, MetricAggregate, PassAtK, RunMetrics
-from agentcompass.runtime.statistics import clustered_stderr, inferred_bounds, mean_interval, pass_curves
+from agentcompass.runtime.records import GroupAggregate, MetricAggregate, PassAtK, RunMetrics, VerdictStability
+from agentcompass.runtime.statistics import clustered_stderr, flip_rate, inferred_bounds, mean_interval, pass_curves
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 
@@ -125,6 +125,39 @@ def contract_from_json(data: Mapping[str, object]) -> MetricContract:
         success_threshold=float(threshold) if type(threshold) in (int, float) else None,  # type: ignore[arg-type]
         success_metric=success_metric if isinstance(success_metric, str) else None,
         bounds=bounds,
+    )
+
+
+#: The threshold of a verdict when the contract declares no success threshold: full marks.
+FULL_MARKS = 1.0 - 1e-6
+
+
+def verdict_rule(contract: MetricContract) -> tuple[str, float]:
+    """What decides a trial's verdict (pass or fail): the contract's ``success_metric`` (default ``primary``) at
+    least its ``success_threshold``; a contract without a threshold passes a trial with full marks (1)."""
+    threshold = contract.success_threshold if contract.success_threshold is not None else FULL_MARKS
+    return contract.success_metric or contract.primary, threshold
+
+
+def verdict(contract: MetricContract, result: RunResult) -> bool:
+    """Whether ``result`` passed (:func:`verdict_rule`); an errored result fails."""
+    name, threshold = verdict_rule(contract)
+    value = result.metrics.get(name) if result.status is TaskStatus.COMPLETED else None
+    return value is not None and float(value) >= threshold
+
+
+def verdict_stability(contract: MetricContract, results: Iterable[RunResult]) -> VerdictStability:
+    """Every task's flip rate (the share of its trials whose verdict differs from its majority,
+    :func:`~agentcompass.runtime.statistics.flip_rate`), their mean and the tasks with any flip."""
+    by_task: dict[str, list[bool]] = {}
+    for r in results:
+        by_task.setdefault(r.task_id, []).append(verdict(contract, r))
+    rates = {task: flip_rate(verdicts) for task, verdicts in sorted(by_task.items())}
+    name, threshold = verdict_rule(contract)
+    return VerdictStability(
+        metric=name, threshold=round(threshold, 6), flip_rates=rates,
+        mean_flip_rate=sum(rates.values()) / len(rates) if rates else 0.0,
+        n_flipping=sum(1 for rate in rates.values() if rate > 0), n_tasks=len(rates),
     )
 
 

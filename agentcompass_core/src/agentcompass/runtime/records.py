@@ -182,6 +182,24 @@ class RunMetrics:
 
 
 @dataclass(frozen=True)
+class VerdictStability:
+    """How often a task's trials disagree on its verdict (pass: ``metric`` at least ``threshold``; an errored
+    trial fails).
+
+    :param flip_rates: per task, the share of its trials whose verdict differs from its majority verdict
+        (``min(passes, fails) / trials``; 0 for one trial or constant verdicts, 0.5 for a tie).
+    :param mean_flip_rate: their mean over the tasks; :param n_flipping: tasks with any flip.
+    """
+
+    metric: str
+    threshold: float
+    flip_rates: Mapping[str, float] = field(default_factory=dict)
+    mean_flip_rate: float = 0.0
+    n_flipping: int = 0
+    n_tasks: int = 0
+
+
+@dataclass(frozen=True)
 class RoleUsage:
     """Model usage of one role summed over a run's final results."""
 
@@ -245,6 +263,8 @@ class RunSummary:
     n_unfinished: int = 0
     usage_retried: Mapping[str, RoleUsage] = field(default_factory=dict)
     invocations: tuple[Invocation, ...] = ()
+    #: Per task, how often its trials' verdicts differ from its majority (``None`` in older summaries).
+    verdicts: VerdictStability | None = None
 
     @property
     def unfinished(self) -> bool:

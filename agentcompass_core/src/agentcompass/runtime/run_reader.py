@@ -8,7 +8,9 @@ results code, which plugins never import.
   run-directory table), :func:`read_json_file` and :func:`result_problem`;
 * comparing runs (:func:`load_run`, :func:`compare`: the numbers ``agentcompass results compare`` prints);
 * a suite directory's leaderboard (:func:`leaderboard`, :func:`is_suite_directory`: what ``agentcompass suite
-  show --json`` prints).
+  show --json`` prints);
+* a validate directory's findings (:func:`read_validity` into a :class:`ValidityReport` of
+  :class:`TaskValidity`, :func:`is_validate_directory`: what ``agentcompass validate --json`` prints).
 
 ::
 
@@ -19,7 +21,7 @@ results code, which plugins never import.
     run.refresh()                                # a live run: read only what was appended since
 
 This module holds no code: it hands on, under the import path plugins use, what the engine's
-``agentcompass.results`` and ``agentcompass.suites`` implement.
+``agentcompass.results``, ``agentcompass.suites`` and ``agentcompass.validation`` implement.
 """
 
 from agentcompass.results.comparison import Comparison, LoadedRun, MetricComparison, RunSide, compare, load_run
@@ -36,7 +38,9 @@ from agentcompass.results.lines import (
 )
 from agentcompass.results.reader import Key, RunReader
 from agentcompass.suites.leaderboard import is_suite_directory, leaderboard
+from agentcompass.validation import TaskValidity, ValidityReport, is_validate_directory, read_validity
 
 __all__ = ["ARTIFACTS", "ATTEMPTS", "LOGS", "RESULTS", "RUN_JSON", "SUMMARY", "TRAJECTORIES", "Comparison", "Key",
-           "LoadedRun", "MetricComparison", "RunReader", "RunSide", "compare", "is_suite_directory", "leaderboard",
-           "load_run", "read_json_file", "result_problem"]
+           "LoadedRun", "MetricComparison", "RunReader", "RunSide", "TaskValidity", "ValidityReport", "compare",
+           "is_suite_directory", "is_validate_directory", "leaderboard", "load_run", "read_json_file",
+           "read_validity", "result_problem"]

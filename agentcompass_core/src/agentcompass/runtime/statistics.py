@@ -224,3 +224,96 @@ def pass_curves(outcomes: Mapping[str, tuple[int, int]], max_k: int) -> list[tup
             len(counted),
         ))
     return curves
+
+
+# -- verdict stability and the power of a comparison ---------------------------------------------------------
+
+#: The normal quantile of 80% power.
+Z80 = 0.8416212335729143
+#: ``z(0.975) + z(0.8)``: a paired difference this many standard errors from zero is found 80% of the time by a
+#: two-sided 5% test (the normal approximation; with few tasks the t test's power is a little lower).
+DETECTION_FACTOR = Z95 + Z80
+
+
+def flip_rate(verdicts: Sequence[bool]) -> float:
+    """The share of a task's trials whose verdict differs from the task's majority verdict: ``min(passes,
+    fails) / trials`` (0 for constant verdicts and for one trial; 0.5 at most, a tie)."""
+    if not verdicts:
+        return 0.0
+    passes = sum(1 for v in verdicts if v)
+    return min(passes, len(verdicts) - passes) / len(verdicts)
+
+
+def minimum_detectable_difference(stderr: float | None) -> float | None:
+    """The smallest true difference a two-sided 5% test finds with 80% power, given the standard error of the
+    paired difference: ``(z(0.975) + z(0.8)) · SE`` (``None`` without a standard error)."""
+    return None if stderr is None else DETECTION_FACTOR * stderr
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """How much a per-task value varies: ``between`` tasks (the variance of the tasks' true means) and
+    ``within`` a task (the variance of one trial around its task's mean), estimated from a pilot of ``n_tasks``
+    tasks with ``trials`` trials each (one-way random-effects ANOVA, method of moments)."""
+
+    between: float
+    within: float
+    n_tasks: int
+    trials: float
+
+
+def variance_components(clusters: Iterable[Sequence[float]]) -> VarianceComponents | None:
+    """The variance components of values clustered by task; ``None`` with fewer than two tasks. With one trial
+    per task the within-task variance cannot be told from the between-task one: it is all counted as between
+    (the conservative choice for planning more trials)."""
+    groups = [list(g) for g in clusters if len(g)]
+    if len(groups) < 2:
+        return None
+    means = [sum(g) / len(g) for g in groups]
+    grand = sum(means) / len(means)
+    spread_of_means = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
+    within_df = sum(len(g) - 1 for g in groups)
+    within = (sum((x - m) ** 2 for g, m in zip(groups, means, strict=True) for x in g) / within_df
+              if within_df else 0.0)
+    # The harmonic mean of the trial counts: what each task's mean is averaged over.
+    trials = len(groups) / sum(1 / len(g) for g in groups)
+    between = max(spread_of_means - within / trials, 0.0)
+    return VarianceComponents(between, within, len(groups), trials)
+
+
+def paired_stderr(components: VarianceComponents, n_tasks: int, trials: int) -> float:
+    """The standard error of a paired difference over ``n_tasks`` tasks with ``trials`` trials each, from the
+    variance components of the per-task differences."""
+    return math.sqrt((components.between + components.within / trials) / n_tasks)
+
+
+def tasks_needed(components: VarianceComponents, difference: float, trials: int) -> int:
+    """The tasks a paired comparison with ``trials`` trials each needs to find ``difference`` with 80% power at
+    5% two-sided: ``ceil(((z(0.975) + z(0.8)) / difference)^2 · (between + within / trials))``, at least 2."""
+    variance = components.between + components.within / trials
+    return max(2, math.ceil((DETECTION_FACTOR / abs(difference)) ** 2 * variance))
+
+
+def paired_components(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> VarianceComponents | None:
+    """The variance components of the per-task difference ``mean(b_i) - mean(a_i)`` of two runs over the same
+    tasks (``a[i]``, ``b[i]``: task ``i``'s trial values): ``within`` is the sum of the two runs' within-task
+    variances, ``between`` what the differences vary beyond it (the task by run interaction). ``None`` with
+    fewer than two tasks."""
+    pairs = [(list(x), list(y)) for x, y in zip(a, b, strict=True) if len(x) and len(y)]
+    if len(pairs) < 2:
+        return None
+    ca = variance_components(x for x, _ in pairs)
+    cb = variance_components(y for _, y in pairs)
+    assert ca is not None and cb is not None
+    diffs = [sum(y) / len(y) - sum(x) / len(x) for x, y in pairs]
+    mean = sum(diffs) / len(diffs)
+    spread = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+    between = max(spread - ca.within / ca.trials - cb.within / cb.trials, 0.0)
+    return VarianceComponents(between, ca.within + cb.within, len(pairs), min(ca.trials, cb.trials))
+
+
+def unpaired_components(pilot: VarianceComponents) -> VarianceComponents:
+    """The components of the difference of two runs that each vary as ``pilot`` does, taken as independent:
+    twice each (conservative: runs of one benchmark usually agree on which tasks are hard, which pairing
+    removes)."""
+    return VarianceComponents(2 * pilot.between, 2 * pilot.within, pilot.n_tasks, pilot.trials)

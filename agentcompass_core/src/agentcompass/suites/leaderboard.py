@@ -137,4 +137,5 @@ def _add_differences(base: dict[str, Any], cells: list[dict[str, Any]], warnings
             continue
         row["difference"] = {"vs": base["name"], "metric": base["metric"], "difference": d.difference,
                              "ci95": list(d.ci95) if d.ci95 else None, "n_tasks": d.n_tasks,
-                             "better": d.b_better, "worse": d.b_worse, "equal": d.equal}
+                             "better": d.b_better, "worse": d.b_worse, "equal": d.equal,
+                             "mde": d.mde, "within_noise": d.within_noise}

@@ -2,8 +2,9 @@
 
 The figures are :func:`agentcompass.runtime.run_reader.leaderboard`'s — exactly what ``agentcompass suite show``
 prints: per benchmark, every cell's mean with its 95% interval (drawn as a bar), pass^k, errors, tokens, cost,
-time, and its paired difference against the baseline cell. Each cell's name links to its run's own report
-(``CELL/report.html``, written beside it by ``agentcompass report SUITE_DIR``).
+time, and its paired difference against the baseline cell with its minimum detectable difference (MDE: 80%
+power, 5% two-sided) and whether it is within noise (its 95% interval contains zero). Each cell's name links to
+its run's own report (``CELL/report.html``, written beside it by ``agentcompass report SUITE_DIR``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ EXTRA_CSS = """
 .lb td.cibar { width: 128px; padding-top: 6px; }
 .lb td.ci, .lb .diff { white-space: nowrap; }
 .lb td.cellname { min-width: 12ch; }
-.lb .counts { display: block; }
+.lb .counts, .lb .noise { display: block; }
 .lb svg { display: block; }
 .diff.sig.up { color: var(--ok); font-weight: 600; } .diff.sig.down { color: var(--err); font-weight: 600; }
 .lb tr.baseline td { background: var(--soft); }
@@ -77,7 +78,11 @@ def _difference(cell: dict[str, Any], baseline: str) -> str:
     sig = ci is not None and (ci[0] > 0 or ci[1] < 0)
     cls = "diff " + ("up" if d > 0 else "down" if d < 0 else "") + (" sig" if sig else "")
     ci_text = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
-    return (f'<span class="{cls}" data-diff="{d!r}">{d:+.4f}{ci_text}</span> '
+    mde = diff.get("mde")
+    noise = (f'<span class="muted small noise" data-mde="{mde!r}">MDE {_num(mde, 3)}'
+             f'{" · within noise" if diff.get("within_noise", True) else ""}</span>') if mde is not None else (
+        '<span class="muted small noise">within noise</span>' if diff.get("within_noise", True) else "")
+    return (f'<span class="{cls}" data-diff="{d!r}">{d:+.4f}{ci_text}</span> {noise}'
             f'<span class="muted small counts">{diff["better"]}↑ {diff["worse"]}↓ {diff["equal"]}= of {diff["n_tasks"]}'
             f'</span>')
 
@@ -114,7 +119,7 @@ def _bench_section(bench: dict[str, Any]) -> str:
             '<div class="xscroll"><table class="grid lb"><thead><tr><th class="num">#</th><th>cell</th>'
             '<th>harness</th><th>model</th><th class="num">mean</th><th class="num">95% CI</th><th></th>'
             '<th class="num">pass^k</th><th class="num">errors</th><th class="num">tokens</th>'
-            '<th class="num">cost USD</th><th class="num">time s</th><th>difference vs baseline [95% CI]</th>'
+            '<th class="num">cost USD</th><th class="num">time s</th><th>difference vs baseline [95% CI] · MDE</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>')
 
 

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json
+from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json, verdict_stability
 from agentcompass.runtime.run_reader import Key, RunReader
 from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunResult, TaskStatus
@@ -93,6 +93,7 @@ def live_summary(files: RunReader, contract: MetricContract) -> dict[str, Any]:
         "status_counts": dict(overall.status_counts), "primary_metric": contract.primary,
         "metrics": dataclasses.asdict(metrics), "trials": req.get("trials", 1), "seed": req.get("seed"),
         "usage": usage, "usage_retried": retried, "duration_s": None, "interrupted": False, "stopped_reason": None,
+        "verdicts": dataclasses.asdict(verdict_stability(contract, results)),
     }
 
 

@@ -65,6 +65,9 @@ def report_command(run_dirs: tuple[Path, ...], output: Path | None, max_text: in
     A suite directory (agentcompass suite run) gets its leaderboard page (SUITE_DIR/report.html), and each of
     its cells its own run report (SUITE_DIR/CELL/report.html, which the leaderboard links to).
 
+    A validate directory (agentcompass validate -o DIR) gets its validity page (DIR/report.html: per task the
+    oracle's and nop's verdicts, what is wrong, flip rate, times), and its two runs their reports.
+
     The page needs no network: open it in any browser. Long trajectories are cut to fit (the page says what).
     """
     import dataclasses
@@ -79,6 +82,9 @@ def report_command(run_dirs: tuple[Path, ...], output: Path | None, max_text: in
     redactor = _redactor(run_dirs, secrets_env)
     if len(run_dirs) == 1 and _is_suite(run_dirs[0]):
         _suite_report(run_dirs[0], output, caps, secrets_env, baseline)
+        return
+    if len(run_dirs) == 1 and _is_validate(run_dirs[0]):
+        _validate_report(run_dirs[0], output, caps, secrets_env)
         return
     try:
         html, warnings = build_report(run_dirs, redactor, caps)
@@ -98,6 +104,39 @@ def _is_suite(path: Path) -> bool:
     from agentcompass.runtime.run_reader import is_suite_directory
 
     return is_suite_directory(path)
+
+
+def _is_validate(path: Path) -> bool:
+    from agentcompass.runtime.run_reader import is_validate_directory
+
+    return is_validate_directory(path)
+
+
+def _validate_report(path: Path, output: Path | None, caps, secrets_env: tuple[str, ...]) -> None:
+    """The validity page, and the report of each of its runs (``oracle/``, ``nop/``), which the page links to."""
+    from agentcompass.errors import AgentCompassError
+
+    from agentcompass_report.report import build_report
+    from agentcompass_report.validity import validity_page
+
+    runs = [path / phase for phase in ("oracle", "nop") if (path / phase / "run.json").is_file()]
+    for run in runs:
+        try:
+            html, warnings = build_report([run], _redactor((run,), secrets_env), caps)
+        except AgentCompassError as exc:
+            click.echo(f"warning: {run.name}: no report: {exc}", err=True)
+            continue
+        for warning in warnings:
+            click.echo(f"warning: {run.name}: {warning}", err=True)
+        _write(run / "report.html", html)
+    try:
+        html = validity_page(path, _redactor(tuple(runs), secrets_env))
+    except AgentCompassError as exc:
+        raise ReportError(str(exc)) from None
+    target = output or path / "report.html"
+    _write(target, html)
+    click.echo(f"wrote {target} (the validity of every task; the reports of {', '.join(r.name for r in runs)} "
+               "beside it); open it in a browser")
 
 
 def _write(target: Path, html: str) -> None:

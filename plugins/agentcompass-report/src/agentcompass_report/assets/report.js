@@ -431,6 +431,26 @@
                     groups, series, { id: "chart-distribution", integer: true, xlabel: labelOf(runs[0], primaryOf(runs[0])) });
   }
 
+  // ---- verdict stability (several trials): how often a task's trials disagree on its verdict -------------------
+  function flipSection(run, r) {
+    var s = run.summary || {}, v = s.verdicts;
+    if (!v || (s.trials || run.header.trials || 1) < 2 || !v.n_tasks) return null;
+    var rates = v.flip_rates || {};
+    var flipping = Object.keys(rates).filter(function (t) { return rates[t] > 0; })
+      .sort(function (a, b) { return rates[b] - rates[a] || (a < b ? -1 : a > b ? 1 : 0); });
+    var out = [el("h3", { text: "Verdict flips across trials" }),
+      el("p", { cls: "muted small", id: "flips-lede-" + r, text: "A trial passes when " + v.metric + " ≥ " + fmt(v.threshold, 4) +
+        "; a task's flip rate is the share of its trials whose verdict differs from its majority. Mean flip rate " +
+        fmt(v.mean_flip_rate) + "; " + fmtInt(v.n_flipping) + " of " + plural(v.n_tasks, "task") + " with any flip" +
+        (flipping.length < v.n_tasks ? " (every other task: 0)." : ".") })];
+    if (flipping.length) out.push(el("table", { cls: "grid", id: "flips-" + r }, [
+      el("thead", null, el("tr", null, [el("th", { text: "task" }), el("th", { cls: "num", text: "flip rate" })])),
+      el("tbody", null, flipping.map(function (t) {
+        return el("tr", { "data-task": t }, [el("td", { text: t }), el("td", { cls: "num", text: fmt(rates[t]) })]);
+      }))]));
+    return el("div", { id: "verdict-flips-" + r }, out);
+  }
+
   // ---- comparison --------------------------------------------------------------------------------------------
   function comparisonSection() {
     if (!DATA.comparisons || !DATA.comparisons.length) return null;
@@ -442,19 +462,22 @@
       if (c.problem) { out.push(el("div", { cls: "box note", text: c.problem })); return; }
       out.push(el("table", { cls: "grid", id: "comparison-" + b }, [
         el("thead", null, el("tr", null, ["metric", "group", "tasks", "A mean", "B mean", "B − A", "95% CI of B − A",
-          "B better", "B worse", "equal", "verdict"].map(function (t, i) { return el("th", { cls: i > 1 && i < 10 ? "num" : null, text: t }); }))),
+          "MDE", "reading", "B better", "B worse", "equal"].map(function (t, i) { return el("th", { cls: i > 1 && i !== 8 ? "num" : null, text: t }); }))),
         el("tbody", null, c.metrics.map(function (m) {
-          var sig = m.ci95 && (m.ci95[0] > 0 || m.ci95[1] < 0);
-          var verdict = !m.ci95 ? "too few tasks" : sig ? (m.difference > 0 ? "B higher" : "B lower") : "no clear difference";
+          // as results compare reads it: within noise when the 95% CI contains 0 (or there is none)
+          var noise = m.within_noise == null ? !(m.ci95 && (m.ci95[0] > 0 || m.ci95[1] < 0)) : m.within_noise;
+          var reading = noise ? "within noise" + (m.ci95 ? "" : " (too few tasks)") : m.difference > 0 ? "B better" : "B worse";
           return el("tr", null, [el("td", { text: labelOf(runs[0], m.metric) }), el("td", { text: m.category || "all" }),
             el("td", { cls: "num", text: fmtInt(m.n_tasks) }), el("td", { cls: "num", text: fmt(m.a.mean) }),
             el("td", { cls: "num", text: fmt(m.b.mean) }),
             el("td", { cls: "num", text: (m.difference > 0 ? "+" : "") + fmt(m.difference) }),
-            el("td", { cls: "num", text: fmtCI(m.ci95) }), el("td", { cls: "num", text: fmtInt(m.b_better) }),
-            el("td", { cls: "num", text: fmtInt(m.b_worse) }), el("td", { cls: "num", text: fmtInt(m.equal) }),
-            el("td", { text: verdict })]);
+            el("td", { cls: "num", text: fmtCI(m.ci95) }), el("td", { cls: "num mde", text: fmt(m.mde) }),
+            el("td", { cls: "reading", text: reading }), el("td", { cls: "num", text: fmtInt(m.b_better) }),
+            el("td", { cls: "num", text: fmtInt(m.b_worse) }), el("td", { cls: "num", text: fmtInt(m.equal) })]);
         })),
       ]));
+      out.push(el("p", { cls: "muted small", text: "MDE: the smallest difference these tasks and trials detect (80% power, " +
+        "5% two-sided); within noise: the 95% CI contains 0." }));
     });
     return el("div", { id: "differences" }, out);
   }
@@ -485,6 +508,8 @@
       summaryHost.appendChild(metricsTable(run));
       var pk = passKTable(run);
       if (pk) summaryHost.appendChild(pk);
+      var flips = flipSection(run, r);
+      if (flips) summaryHost.appendChild(flips);
     });
     if (runs.length > 1) {
       summaryHost.appendChild(el("h2", { text: "Charts" }));
