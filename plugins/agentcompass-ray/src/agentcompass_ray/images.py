@@ -3,8 +3,8 @@
 Every node's docker environment gets the registry (``--env-arg registry=``): an image a node lacks is pulled
 from ``REGISTRY/TAG`` before it is built, one built there is pushed. A named actor (:class:`BuildLocks`, one
 per run) serialises the pull-or-build of each tag across the cluster, so the first node that needs an image
-builds it and the others wait, then pull it. The head pushes what only it has and the nodes' builds name as
-a base (an agent's bundle, built on the head when the run starts; a base image built or imported locally).
+builds it and the others wait, then pull it. The head pushes the agents' bundles it built when the run
+started, which the nodes' derived images name as a base.
 """
 
 from __future__ import annotations
@@ -104,12 +104,15 @@ def local_bases(specs: Iterable[EnvironmentSpec]) -> list[str]:
 
 
 def publish_bases(specs: Iterable[EnvironmentSpec], registry: str, docker_host: str | None) -> list[str]:
-    """Push to ``registry`` every base the specs' builds name that exists on this machine's engine only
-    (built or imported here: no registry digest), such as an agent's bundle; the images pushed."""
+    """Push to ``registry`` every base of agentcompass's own (``agentcompass-*``: an agent's bundle) the specs'
+    builds name that exists on this machine's engine only (built here: no registry digest); the images
+    pushed."""
     log = get_logger()
     env = {**os.environ, **({"DOCKER_HOST": docker_host} if docker_host else {})}
     pushed = []
     for ref in local_bases(specs):
+        if not ref.startswith("agentcompass-"):
+            continue  # a base of the user's: on every node already, or pulled from the registry as REGISTRY/ref
         probe = subprocess.run(["docker", "image", "inspect", "--format", "{{len .RepoDigests}}", ref],
                                capture_output=True, text=True, env=env, timeout=60)
         if probe.returncode != 0 or probe.stdout.strip() != "0":
