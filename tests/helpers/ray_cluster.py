@@ -28,6 +28,8 @@ NODE_ENV = {
     "RAY_health_check_period_ms": "500",
     "RAY_health_check_timeout_ms": "1000",
     "RAY_health_check_failure_threshold": "3",
+    # A busy 2-core machine: a raylet may take longer than the default 10 s to register.
+    "RAY_raylet_start_wait_time_s": "120",
 }
 
 
@@ -153,10 +155,11 @@ class LocalCluster:
         self.nodes.append(node)
         return node
 
-    def start_head(self, ip: str = "127.0.0.2", cpus: int = 4, resources: dict[str, float] | None = None) -> Node:
+    def start_head(self, ip: str = "127.0.0.2", cpus: int = 4, resources: dict[str, float] | None = None,
+                   env: dict[str, str] | None = None) -> Node:
         self.port = free_port(ip)
         return self._start("head", ip, ["--head", "--port", str(self.port), "--include-dashboard=false"],
-                           cpus, resources or {})
+                           cpus, resources or {}, env)
 
     def add_worker(self, ip: str, cpus: int = 4, resources: dict[str, float] | None = None,
                    env: dict[str, str] | None = None) -> Node:

@@ -1,5 +1,5 @@
 """Images travel once (``--executor-arg registry=``): a real cluster whose two worker nodes each have a Docker
-engine of their own (:mod:`tests.helpers.docker_engines`), and a real registry on loopback. With the registry
+engine of their own (the driver's is the machine's) (:mod:`tests.helpers.docker_engines`), and a real registry on loopback. With the registry
 the task image is built on one node, pushed, and pulled by the other; without it each node builds it."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.helpers.ray_cluster import LocalCluster
 from tests.helpers.ray_runs import HEAD_IP, log_events, on_cluster, records, run_cli
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker]
-NODE_IPS = ("127.0.0.5", "127.0.0.6")
+NODE_IPS = (HEAD_IP, "127.0.0.6")  # the head node is a docker node too: fewer Ray processes on 2 cores
 BASE = "python:3.11-slim"
 
 
@@ -43,10 +43,9 @@ def engines() -> Iterator[list[ExtraEngine]]:
 def image_cluster(engines: list[ExtraEngine]) -> Iterator[LocalCluster]:
     cluster = LocalCluster()
     try:
-        cluster.start_head(HEAD_IP, cpus=2)
-        for ip, engine in zip(NODE_IPS, engines, strict=True):
-            cluster.add_worker(ip, cpus=2, resources={"docker": 2}, env={"DOCKER_HOST": engine.host})
-        cluster.wait_for(3, timeout=300)
+        cluster.start_head(HEAD_IP, cpus=2, resources={"docker": 2}, env={"DOCKER_HOST": engines[0].host})
+        cluster.add_worker(NODE_IPS[1], cpus=2, resources={"docker": 2}, env={"DOCKER_HOST": engines[1].host})
+        cluster.wait_for(2, timeout=300)
         yield cluster
     finally:
         cluster.stop()
