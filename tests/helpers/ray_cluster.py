@@ -28,6 +28,8 @@ NODE_ENV = {
     "RAY_health_check_period_ms": "500",
     "RAY_health_check_timeout_ms": "1000",
     "RAY_health_check_failure_threshold": "3",
+    # A busy 2-core machine: a raylet may take longer than the default 10 s to register.
+    "RAY_raylet_start_wait_time_s": "120",
 }
 
 
@@ -138,11 +140,12 @@ class LocalCluster:
                 str(free_port(ip)), "--metrics-export-port", str(free_port(ip)), "--runtime-env-agent-port",
                 str(free_port(ip))]
 
-    def _start(self, name: str, ip: str, args: list[str], cpus: int, resources: dict[str, float]) -> Node:
+    def _start(self, name: str, ip: str, args: list[str], cpus: int, resources: dict[str, float],
+               env: dict[str, str] | None = None) -> Node:
         temp = self.root / name
         temp.mkdir(parents=True, exist_ok=True)
         log = self.root / f"{name}.out"
-        env = {**os.environ, **NODE_ENV, **self.env}
+        env = {**os.environ, **NODE_ENV, **self.env, **(env or {})}
         argv = [RAY, "start", "--block", "--node-ip-address", ip, "--temp-dir", str(temp), "--num-cpus", str(cpus),
                 "--resources", json.dumps(resources), "--disable-usage-stats", *self._ports(ip), *args]
         with log.open("wb") as out:
@@ -152,13 +155,16 @@ class LocalCluster:
         self.nodes.append(node)
         return node
 
-    def start_head(self, ip: str = "127.0.0.2", cpus: int = 4, resources: dict[str, float] | None = None) -> Node:
+    def start_head(self, ip: str = "127.0.0.2", cpus: int = 4, resources: dict[str, float] | None = None,
+                   env: dict[str, str] | None = None) -> Node:
         self.port = free_port(ip)
         return self._start("head", ip, ["--head", "--port", str(self.port), "--include-dashboard=false"],
-                           cpus, resources or {})
+                           cpus, resources or {}, env)
 
-    def add_worker(self, ip: str, cpus: int = 4, resources: dict[str, float] | None = None) -> Node:
-        return self._start(f"worker-{ip}", ip, ["--address", self.address], cpus, resources or {})
+    def add_worker(self, ip: str, cpus: int = 4, resources: dict[str, float] | None = None,
+                   env: dict[str, str] | None = None) -> Node:
+        """A worker node; ``env``: variables its processes get besides (e.g. ``DOCKER_HOST``: its own engine)."""
+        return self._start(f"worker-{ip}", ip, ["--address", self.address], cpus, resources or {}, env)
 
     def wait_for(self, n_nodes: int, timeout: float = 90.0) -> None:
         """Wait until ``n_nodes`` nodes are alive (asked through a throw-away driver process)."""

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -36,6 +37,7 @@ from python_on_whales.exceptions import DockerException, NoSuchImage
 from agentcompass_docker.containers import LABEL_MANAGED
 from agentcompass_docker.engine import Engine, detail
 from agentcompass_docker.options import DEFAULT_BUILD_TIMEOUT, DockerOptions
+from agentcompass_docker.registry import SharedLock, pull, push
 
 T = TypeVar("T")
 
@@ -149,6 +151,12 @@ class Images:
         self._turns = BuildTurns(options.build_slots)
         self._building: dict[str, asyncio.Future[ImageInfo]] = {}
         self._closed = threading.Event()
+        #: How this machine is named in progress and failures.
+        self.node = options.node or socket.gethostname()
+        #: Held while this machine pulls-or-builds a tag with a registry (see :meth:`share_builds`).
+        self.shared_lock: SharedLock | None = None
+        #: Images pulled from the registry instead of built here.
+        self.pulled = 0
 
     @property
     def builds(self) -> int:
@@ -205,7 +213,8 @@ class Images:
             plan = await _within(self.engine.call(self._plan_build, context, dockerfile, build_args),
                                  self.options.pull_timeout, f"resolving the base images of {context / dockerfile}")
             if plan.existing is not None:
-                log.info("docker.image_reused", image=plan.tag, context=str(context), bases=dict(plan.bases))
+                log.info("docker.image_reused", node=self.node, image=plan.tag, context=str(context),
+                         bases=dict(plan.bases))
                 return plan.existing
             shared = self._building.get(plan.tag)
             if shared is not None:  # another context of the same content: one build for both
@@ -213,11 +222,33 @@ class Images:
                 self._turns.skip(turn)
                 return dataclasses.replace(await asyncio.shield(shared), built=False)
             building = self._building[plan.tag] = asyncio.ensure_future(
-                self._build_in_turn(plan, spec_timeout, turn))
+                self._obtain(plan, spec_timeout, turn))
             return await asyncio.shield(building)
         finally:
             if building is None:
                 self._turns.skip(turn)  # nothing to build: the next build in line need not wait for this one
+
+    async def _obtain(self, plan: BuildPlan, spec_timeout: float | None, turn: int) -> ImageInfo:
+        """The image of ``plan``: built here, or with a registry pulled from it when another machine built
+        it (and pushed there once built here), under the shared lock when there is one."""
+        registry = self.options.registry
+        if registry is None:
+            return await self._build_in_turn(plan, spec_timeout, turn)
+        if self.shared_lock is None:
+            return await self._pull_or_build(registry, plan, spec_timeout, turn)
+        async with self.shared_lock(plan.tag):
+            return await self._pull_or_build(registry, plan, spec_timeout, turn)
+
+    async def _pull_or_build(self, registry: str, plan: BuildPlan, spec_timeout: float | None,
+                             turn: int) -> ImageInfo:
+        if await self.engine.call(pull, self.engine.docker, registry, plan.tag, node=self.node):
+            self._turns.skip(turn)
+            self.pulled += 1
+            user = await self.engine.call(lambda: self.engine.docker.image.inspect(plan.tag).config.user or "")
+            return ImageInfo(plan.tag, user)
+        built = await self._build_in_turn(plan, spec_timeout, turn)
+        await self.engine.call(push, self.engine.docker, registry, plan.tag, node=self.node)
+        return built
 
     async def _build_in_turn(self, plan: BuildPlan, spec_timeout: float | None, turn: int) -> ImageInfo:
         if self.options.build_timeout is not None:
@@ -239,6 +270,10 @@ class Images:
         try:
             image = docker.image.inspect(ref)
         except NoSuchImage:
+            registry = self.options.registry
+            if registry is not None and pull(docker, registry, ref, node=self.node):
+                self.pulled += 1
+                return ImageInfo(ref, docker.image.inspect(ref).config.user or "")
             if not self.options.pull:
                 raise EnvironmentUnavailable(f"image {ref!r} is not available locally (pulling is off)") from None
             started = time.monotonic()
@@ -294,7 +329,8 @@ class Images:
         context = plan.context
         if self._closed.is_set():
             raise EnvironmentUnavailable(f"the image from {context} was not built: the run is ending")
-        log.info("docker.image_building", image=plan.tag, context=str(context), bases=dict(plan.bases))
+        log.info("docker.image_building", node=self.node, image=plan.tag, context=str(context),
+                 bases=dict(plan.bases))
         command = [*map(str, self.engine.docker.client_config.docker_cmd), "build", "--quiet",
                    "--file", str(context / plan.dockerfile), "--tag", plan.tag,
                    "--label", f"{LABEL_MANAGED}=1", "--label", f"{LABEL_CONTEXT_HASH}={plan.context_digest}",
@@ -307,18 +343,22 @@ class Images:
         if returncode is None:
             if self._closed.is_set():
                 raise EnvironmentUnavailable(f"building the image from {context} was stopped: the run is ending")
-            log.warning("docker.image_build_timeout", image=plan.tag, context=str(context), seconds=seconds)
+            log.warning("docker.image_build_timeout", node=self.node, image=plan.tag, context=str(context),
+                        seconds=seconds)
             raise EnvironmentUnavailable(
-                f"building the image from {context} took longer than {timeout:g} s ({why})")
+                f"building the image from {context} on {self.node} took longer than {timeout:g} s ({why})")
         if returncode != 0:
             lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+            log.warning("docker.image_build_failed", node=self.node, image=plan.tag, context=str(context),
+                        seconds=seconds)
             raise EnvironmentUnavailable(
-                f"building the image from {context} failed: {lines[-1] if lines else f'exit status {returncode}'}")
+                f"building the image from {context} on {self.node} failed: "
+                f"{lines[-1] if lines else f'exit status {returncode}'}")
         try:
             image = self.engine.docker.image.inspect(plan.tag)
         except DockerException as exc:
             raise EnvironmentUnavailable(f"cannot inspect the image built from {context}: {detail(exc)}") from None
-        log.info("docker.image_built", image=plan.tag, context=str(context), seconds=seconds)
+        log.info("docker.image_built", node=self.node, image=plan.tag, context=str(context), seconds=seconds)
         return ImageInfo(plan.tag, image.config.user or "", built=True)
 
 

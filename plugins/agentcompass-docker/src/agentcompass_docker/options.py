@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,8 @@ SERVERS = ("native", "python")
 DEFAULT_BUILD_TIMEOUT = 3600.0
 #: ``builds`` unset: this machine's CPUs, at most this many.
 MAX_DEFAULT_BUILDS = 4
+#: A registry's address: a host name or address, an optional port.
+_REGISTRY = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +86,13 @@ class DockerOptions:
     #: Images built at once (the others wait their turn, in the order the run's tasks are queued); unset:
     #: this machine's CPUs, at most :data:`MAX_DEFAULT_BUILDS`.
     builds: int | None = None
+    #: A registry (``HOST:PORT``) images travel through: an image this engine lacks is pulled from
+    #: ``REGISTRY/TAG`` before it is built, and one built here is pushed there, so machines sharing the
+    #: registry build each image once. Unset: every engine builds for itself.
+    registry: str | None = None
+    #: How this machine is named in image progress and failures (default: its host name; the ``ray``
+    #: executor gives each node's address).
+    node: str | None = None
 
     @property
     def build_slots(self) -> int:
@@ -119,6 +129,10 @@ class DockerOptions:
         if values.get("build_timeout") is not None and not values["build_timeout"] > 0:
             raise UsageError(f"docker environment option build_timeout={values['build_timeout']}: expected a "
                              "positive number of seconds")
+        registry = values.get("registry")
+        if registry is not None and not _REGISTRY.fullmatch(registry):
+            raise UsageError(f"docker environment option registry={registry!r}: expected HOST:PORT (or HOST), "
+                             "e.g. registry=127.0.0.1:5000, with no scheme or path")
         return cls(**values)
 
 

@@ -64,6 +64,7 @@ from agentcompass_docker.engine import Engine, detail
 from agentcompass_docker.images import BUILD_REPOSITORY, ImageInfo, Images, context_hash
 from agentcompass_docker.options import DockerOptions
 from agentcompass_docker.pool import WarmPool, pool_key
+from agentcompass_docker.registry import SharedLock
 from agentcompass_docker.server_protocol import Exchange, ServerGone, peer_namespace
 from agentcompass_docker.server_session import ServerSession, Started
 from agentcompass_docker.session import DockerSession
@@ -122,6 +123,16 @@ class DockerProvider(EnvironmentProvider):
     def builds(self) -> int:
         """Images this provider built (not found by tag); tests and logs read it."""
         return self.images.builds
+
+    @property
+    def pulled(self) -> int:
+        """Images pulled from ``--env-arg registry`` instead of built here."""
+        return self.images.pulled
+
+    def share_builds(self, lock: SharedLock) -> None:
+        """With ``--env-arg registry``: hold ``lock(tag)`` while pulling-or-building ``tag``, so machines that
+        share the registry and the lock build each image once (the ``ray`` executor passes one)."""
+        self.images.shared_lock = lock
 
     # -- run set-up ------------------------------------------------------------------------------------
 

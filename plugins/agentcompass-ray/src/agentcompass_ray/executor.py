@@ -34,6 +34,7 @@ from agentcompass_ray.cluster import (
     describe_shortage,
     plan_slots,
 )
+from agentcompass_ray.images import share_images
 from agentcompass_ray.options import RayOptions
 
 #: Seconds an actor gets to close what its attempts left open before it is killed.
@@ -95,6 +96,8 @@ class RayExecutor(Executor):
         self._replenishing: asyncio.Task[None] | None = None
         #: Attempts sent to each node (by address), for the run's log.
         self._dispatched: dict[str, int] = {}
+        #: The run's image build locks (``registry=``), an actor handle.
+        self._image_locks: Any = None
 
     # -- before the run ------------------------------------------------------------------------------
 
@@ -119,6 +122,8 @@ class RayExecutor(Executor):
                     f"the Ray cluster has nodes on other machines ({', '.join(sorted(set(remote_nodes)))}), "
                     f"which cannot reach the model gateway on {request.execution.gateway_host}; pass --gateway-host "
                     "0.0.0.0 (or this machine's address on their network)")
+        if self.options.registry and request.environment == "docker":
+            self._request, self._image_locks = await share_images(request, environments, self.options.registry)
         plan = plan_slots(nodes, self._demand, self._wanted)
         if not plan:
             raise UsageError(describe_shortage(nodes, self._demand))
@@ -164,7 +169,7 @@ class RayExecutor(Executor):
             return problems
         try:
             await asyncio.wait_for(
-                asyncio.gather(*(a.handle.setup.remote(self._environments) for a in actors)), None)
+                asyncio.gather(*(a.handle.setup.remote(self._environments, self._image_locks) for a in actors)), None)
         except ray.exceptions.RayTaskError as exc:
             return [f"setting up the environments failed: {_short(exc.cause or exc)}"]
         return []
@@ -320,6 +325,10 @@ class RayExecutor(Executor):
             with contextlib.suppress(Exception):
                 ray.kill(a.handle)
         self._actors = []
+        if self._image_locks is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(self._image_locks)
+            self._image_locks = None
         if self._connection is not None:
             await asyncio.to_thread(self._connection.close)
             self._connection = None

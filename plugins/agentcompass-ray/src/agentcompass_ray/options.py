@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,10 @@ OPTIONS = {
     "temp_dir": "Ray's temp directory: a local instance's, or the --temp-dir the cluster was started with "
                 "(where address=auto finds it)",
     "startup_timeout": "seconds to wait for the workers to be ready (default 120)",
+    "registry": "a Docker registry HOST:PORT every node reaches (with --env docker): each image is built once, "
+                "pushed there and pulled by the other nodes; default: each node builds for itself",
 }
+_REGISTRY = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?")
 
 
 def _float(name: str, value: str, *, positive: bool = True) -> float:
@@ -46,6 +50,7 @@ class RayOptions:
     node_ip: str | None = None
     temp_dir: str | None = None
     startup_timeout: float = 120.0
+    registry: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> RayOptions:
@@ -64,6 +69,10 @@ class RayOptions:
             if not isinstance(raw, dict):
                 raise UsageError("--executor-arg resources= must be a JSON object of NAME: AMOUNT")
             resources = {str(k): _float(f"resources {k}", str(v)) for k, v in raw.items()}
+        registry = values.get("registry") or None
+        if registry is not None and not _REGISTRY.fullmatch(registry):
+            raise UsageError(f"--executor-arg registry={registry!r}: expected HOST:PORT of a Docker registry "
+                             "every node reaches, e.g. registry=10.0.0.5:5000 (no scheme, no path)")
         address = values.get("address") or None
         return cls(
             address=None if address in (None, "local") else address,
@@ -73,4 +82,5 @@ class RayOptions:
             node_ip=values.get("node_ip") or None,
             temp_dir=values.get("temp_dir") or None,
             startup_timeout=_float("startup_timeout", values.get("startup_timeout", "120")),
+            registry=registry,
         )

@@ -1,8 +1,9 @@
 """The Ray actor that runs a run's attempts on one node: an async actor, many attempts at once.
 
 One actor per node and run: the plugins are imported and the environment provider set up once (images built
-once per node), then every attempt the head sends runs through the ordinary lifecycle on the actor's event
-loop. Cancelling an attempt's Ray task cancels its lifecycle, which closes its environments.
+once per node, or once per cluster with a registry), then every attempt the head sends runs through the
+ordinary lifecycle on the actor's event loop. Cancelling an attempt's Ray task cancels its lifecycle, which
+closes its environments.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 
 from agentcompass.runtime.remote import AttemptWorker, RemoteAttempt, RemoteOutcome
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest
+
+from agentcompass_ray.images import cluster_lock
 
 
 class NodeWorker:
@@ -25,14 +28,26 @@ class NodeWorker:
         """Load the plugins and build the run's benchmark, harness and environment here; what went wrong, if
         anything, with where this is."""
         problems: list[str] = []
+        if request.environment == "docker":  # image progress and failures name this node
+            import ray
+
+            node = ray.util.get_node_ip_address()
+            request = request.with_options(environment_args={"node": node, **request.environment_args})
         try:
             self.worker = AttemptWorker(request)
         except Exception as exc:
             problems = AttemptWorker.problems(request) or [f"{type(exc).__name__}: {exc}"]
         return {"host": socket.gethostname(), "pid": os.getpid(), "problems": problems}
 
-    async def setup(self, environments: list[EnvironmentSpec]) -> None:
+    async def setup(self, environments: list[EnvironmentSpec], image_locks: Any = None) -> None:
+        """Set the environment up; with ``image_locks`` (the run's :class:`~agentcompass_ray.images.BuildLocks`)
+        the provider pulls-or-builds each image under the cluster's lock for it."""
         assert self.worker is not None
+        share = getattr(self.worker.provider, "share_builds", None)  # the docker provider's, with a registry
+        if image_locks is not None and share is not None:
+            import ray
+
+            share(cluster_lock(image_locks, ray.get_runtime_context().get_node_id()))
         await self.worker.setup(environments)
 
     async def run(self, attempt: RemoteAttempt) -> RemoteOutcome:
