@@ -87,6 +87,9 @@ def check_received(receiver, runs: dict[str, Path]) -> None:  # type: ignore[no-
     assert PLANTED_KEY not in all_values(receiver.spans)
     react = json.loads((runs["react"] / "run.json").read_text())["run_id"]
     failed = [s for s in receiver.spans if s.name.startswith("chat ") and s.status_code == 2]
+    # Calls the errored run's timeouts cut short are recorded (and traced) as such; the one refused call is the
+    # react run's.
+    failed = [s for s in failed if "the attempt ended before the call did" not in s.status_message]
     assert len(failed) == 1 and "HTTP 400" in failed[0].status_message
     assert failed[0].attributes["agentcompass.via"] == "client"  # the react harness calls in-process
     assert any(s.attributes.get("agentcompass.run_id") == react for s in receiver.spans)
@@ -150,6 +153,6 @@ def test_no_collector_is_one_warning_line_and_no_wait_at_exit(tmp_path: Path) ->
     warnings = [ln for ln in lines if ln not in plain.stderr.replace(str(tmp_path / "plain"), str(tmp_path / "run"))]
     assert warnings == [f"warning: otel: no OTLP collector at {endpoint}/v1/traces (connection refused): spans are "
                         "dropped while none answers; to see them, start one (agentcompass-otel's README)"], done.stderr
-    assert elapsed < baseline + 2.0, (elapsed, baseline)
+    assert elapsed < baseline + 4.0, (elapsed, baseline)  # it once added about 7 s; 4 s leaves room for load
     logged = [e for e in jsonl(tmp_path / "run" / "logs.jsonl") if e.get("event") == "otel.export_failed"]
     assert logged and logged[0]["endpoint"] == f"{endpoint}/v1/traces"
