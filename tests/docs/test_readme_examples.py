@@ -23,6 +23,7 @@ LIMIT = 60.0
 NEEDS_MORE = {
     "path=tb2/": "Terminal-Bench 2's tasks, downloaded first with `harbor download`",
     "run swebench ": "SWE-bench's dataset files and instance images, downloaded first",
+    "--executor-arg address=": "a Ray cluster (and a registry) started as its README's set-up shows",
 }
 
 
