@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
@@ -109,9 +109,21 @@ def summary_text(summary: RunSummary) -> str:
     usage = usage_text(summary)
     if usage:
         lines.append(usage)
+    if summary.findings:
+        lines.append(findings_text(summary.findings) + f"  (see: agentcompass results show {summary.run_dir} "
+                     "--flagged)")
     lines.append(time_text(summary))
     lines.append(f"run directory: {summary.run_dir}")
     return "\n".join(lines)
+
+
+def findings_text(findings: Mapping[str, Mapping[str, int]]) -> str:
+    """``flagged: reward-hacking 2 (high 1, medium 1), loop 1 (medium 1)``: the scanners' findings counted."""
+    parts = []
+    for scanner, by in sorted(findings.items()):
+        each = ", ".join(f"{s} {by[s]}" for s in ("high", "medium", "low") if by.get(s))
+        parts.append(f"{scanner} {sum(by.values())} ({each})")
+    return "flagged: " + ", ".join(parts)
 
 
 def time_text(summary: RunSummary) -> str:

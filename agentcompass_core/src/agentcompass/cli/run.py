@@ -135,6 +135,25 @@ def enable_otel(host: Any) -> None:
     os.environ[OTEL_ENV] = "1"
 
 
+def scan_observer(host: Any, names: tuple[str, ...]) -> Any:
+    """``--scan``: the scanners' observer, registered for the run (a context manager; none without ``--scan``)."""
+    import contextlib
+
+    if not names:
+        return contextlib.nullcontext()
+    from agentcompass.scanning.engine import build_scanners, split
+    from agentcompass.scanning.names import JUDGE
+    from agentcompass.scanning.observer import SCAN_PLUGIN, ScanObserver
+
+    judged = [n for n in names if split(n)[0] == JUDGE]
+    if judged:
+        raise CLIError(f"--scan {judged[0]} asks a model: run it after the run, with agentcompass scan RUN_DIR "
+                       f"--scanner {judged[0]}")
+    with cli_errors():
+        scanners = build_scanners(host, names)
+    return observing(host, ScanObserver(scanners), SCAN_PLUGIN)
+
+
 def _ignore_signals() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
@@ -196,12 +215,15 @@ def read_config(config_path: Path | None, rerun: Path | None, resume: Path | Non
 @click.option("--otel", is_flag=True,
               help="Export OpenTelemetry traces of the run over OTLP (the agentcompass-otel plugin; endpoint and "
                    "protocol from $OTEL_EXPORTER_OTLP_*). Same as AGENTCOMPASS_OTEL=1.")
+@click.option("--scan", "scan", multiple=True, metavar="NAME",
+              help="Scan each attempt's transcript as it finishes with this scanner (repeatable; see "
+                   "'agentcompass scan'); findings go to scans.jsonl and summary.json, never into a score.")
 @run_options
 @click.pass_context
 def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, model: str | None,
                 user_model: str | None, judge_model: str | None, output: Path | None, resume: Path | None,
                 config_path: Path | None, rerun: Path | None, as_json: bool, task_lines: bool, otel: bool,
-                **options: Any) -> None:
+                scan: tuple[str, ...], **options: Any) -> None:
     """Run BENCHMARK with HARNESS ('none' when the benchmark drives its own loop) and MODEL.
 
     Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
@@ -239,8 +261,9 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
                                      else frozenset())
     console = ConsoleReporter(enabled=True, task_lines=task_lines)
+    scanning = scan_observer(host, scan)
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen)
-    with cli_errors(), observing(host, console):
+    with cli_errors(), observing(host, console), scanning:
         try:
             outcome = asyncio.run(runner.run())
         except KeyboardInterrupt:  # a Ctrl-C outside the run's own handling: before it started, or as it closed
@@ -253,6 +276,12 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         _ignore_signals()  # the run is over and recorded: a late Ctrl-C must not turn exit 130 into a kill
     console.stop()
     summary = outcome.summary
+    if scan:  # the findings written as the run went, as summary.json counts them
+        import dataclasses
+
+        from agentcompass.scanning.store import counts
+
+        summary = dataclasses.replace(summary, findings=counts(Path(outcome.run_dir)))
     if as_json:
         from agentcompass.serialization import unstructure
 

@@ -245,6 +245,10 @@ class RunSummary:
     n_unfinished: int = 0
     usage_retried: Mapping[str, RoleUsage] = field(default_factory=dict)
     invocations: tuple[Invocation, ...] = ()
+    #: Findings of the run's scanners (``scans.jsonl``: ``run --scan``, ``agentcompass scan``), counted per
+    #: scanner and severity (``{"reward-hacking": {"high": 2}}``); empty when nothing was scanned or flagged.
+    #: A finding never changes a score.
+    findings: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def unfinished(self) -> bool:
