@@ -193,7 +193,9 @@ class Transcript:
     :param status: its status name (``COMPLETED``, ``RUN_ERROR``, ``LIMIT_REACHED``, ...).
     :param metrics:, :param error:, :param error_phase:, :param final_answer:, :param category: its record's.
     :param artifacts: the record's ``artifacts`` (what the harness and the verifier reported).
-    :param calls: the attempt's model calls (``trajectories.jsonl`` lines, every role), in order.
+    :param calls: the attempt's model calls (``trajectories.jsonl`` lines, every role), in order. Read from a run
+        directory, only the last call of each role keeps its ``messages`` (the whole conversation: each call's
+        prompt repeats the ones before it); the others have none.
     :param steps: the agent's tool calls (:func:`steps_of` of the calls, plus those read from an installed
         agent's own trajectory among the artifacts).
     :param artifacts_dir: the attempt's artifact directory, when it has one.

@@ -6,7 +6,6 @@ kind of thing it saw in an attempt (the first evidence of it), so a long transcr
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -77,21 +76,46 @@ def _passed(transcript: Transcript) -> bool:
 
 # -- environment -----------------------------------------------------------------------------------------
 
-_ENVIRONMENT: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("the network was unreachable", re.compile(
+@attrs.frozen
+class Sign:
+    """A pattern with the lower-case words one of which any text it matches contains: a text holding none of
+    them is passed over without running the pattern (a case-insensitive alternation is slow on long outputs)."""
+
+    pattern: re.Pattern[str]
+    words: tuple[str, ...]
+
+    def search(self, text: str, lowered: str | None = None) -> re.Match[str] | None:
+        low = text.lower() if lowered is None else lowered
+        if not any(w in low for w in self.words):
+            return None
+        return self.pattern.search(text)
+
+
+_ENVIRONMENT: tuple[tuple[str, Sign], ...] = (
+    ("the network was unreachable", Sign(re.compile(
         r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|Name or service not "
         r"known|Failed to establish a new connection|No route to host|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)"
-        r"|\bEAI_AGAIN\b|\bENETUNREACH\b|Connection timed out", re.I)),
-    ("a package index could not be reached", re.compile(
+        r"|\bEAI_AGAIN\b|\bENETUNREACH\b|Connection timed out", re.I),
+        ("unreach", "resolve", "resolution", "not known", "establish", "no route", "getaddrinfo", "eai_again",
+         "timed out"))),
+    ("a package index could not be reached", Sign(re.compile(
         r"No matching distribution found|Could not fetch URL|npm ERR! (?:network|code E(?:NOTFOUND|AI_AGAIN|TIMEDOUT))"
-        r"|Unable to fetch some archives|Failed to fetch https?://|Temporary failure resolving", re.I)),
-    ("a command the task needs was not found", re.compile(r"command not found|: not found$|No such file or "
-                                                           r"directory: '[\w.-]+'$", re.M)),
-    ("permission was denied", re.compile(r"Permission denied|Operation not permitted|EACCES")),
-    ("the disk was full", re.compile(r"No space left on device|Disk quota exceeded|ENOSPC")),
-    ("a process was killed for lack of memory", re.compile(
-        r"Out of memory|OOMKilled|oom-kill|Cannot allocate memory|MemoryError|\bKilled\b\s*$|exit code 137\b", re.M)),
+        r"|Unable to fetch some archives|Failed to fetch https?://|Temporary failure resolving", re.I),
+        ("no matching distribution", "could not fetch", "npm err!", "unable to fetch", "failed to fetch",
+         "temporary failure resolving"))),
+    ("a command the task needs was not found", Sign(re.compile(r"command not found|: not found$|No such file or "
+                                                                r"directory: '[\w.-]+'$", re.M),
+                                                     ("not found", "no such file or directory"))),
+    ("permission was denied", Sign(re.compile(r"Permission denied|Operation not permitted|EACCES"),
+                                   ("permission denied", "operation not permitted", "eacces"))),
+    ("the disk was full", Sign(re.compile(r"No space left on device|Disk quota exceeded|ENOSPC"),
+                               ("no space left", "disk quota", "enospc"))),
+    ("a process was killed for lack of memory", Sign(re.compile(
+        r"Out of memory|OOMKilled|oom-kill|Cannot allocate memory|MemoryError|\bKilled\b\s*$|exit code 137\b", re.M),
+        ("out of memory", "oom", "allocate memory", "memoryerror", "killed", "exit code 137"))),
 )
+#: Every word of every environment sign: an output holding none of them is passed over at once.
+_ENVIRONMENT_WORDS = re.compile("|".join(re.escape(w) for _, sign in _ENVIRONMENT for w in sign.words))
 
 
 @attrs.define
@@ -104,20 +128,23 @@ class EnvironmentFailure:
     def scan(self, transcript: Transcript) -> list[Finding]:
         found: dict[str, Finding] = {}
         for step in transcript.steps:
-            for text in (step.output or "",):
-                for what, pattern in _ENVIRONMENT:
-                    if what in found:
-                        continue
-                    match = pattern.search(text)
-                    if match is not None:
-                        found[what] = transcript.finding(self.name, "medium", what,
-                                                         step.evidence(f"{step.text} → {_around(text, match)}"))
+            text = step.output or ""
+            lowered = text.lower()
+            if not _ENVIRONMENT_WORDS.search(lowered):
+                continue
+            for what, sign in _ENVIRONMENT:
+                if what in found:
+                    continue
+                match = sign.search(text, lowered)
+                if match is not None:
+                    found[what] = transcript.finding(self.name, "medium", what,
+                                                     step.evidence(f"{step.text} → {_around(text, match)}"))
         if transcript.error and transcript.error_phase in ("evaluate", "EVALUATING"):
             found["verifier"] = transcript.finding(self.name, "medium", "the verifier crashed",
                                                    Evidence("result", excerpt(transcript.error)))
         elif transcript.error:
-            for what, pattern in _ENVIRONMENT:
-                match = pattern.search(transcript.error)
+            for what, sign in _ENVIRONMENT:
+                match = sign.search(transcript.error)
                 if match is not None and what not in found:
                     found[what] = transcript.finding(self.name, "medium", what,
                                                      Evidence("result", excerpt(_around(transcript.error, match))))
@@ -131,12 +158,14 @@ def _around(text: str, match: re.Match[str], width: int = 160) -> str:
 
 # -- refusal and gave-up ---------------------------------------------------------------------------------
 
-_REFUSAL = re.compile(
+_REFUSAL = Sign(re.compile(
     r"\bI(?:'m| am)? (?:sorry,? (?:but )?I )?(?:can(?:not|'t|’t)|won(?:'t|’t)|will not|am unable to|'m unable to"
     r"|am not able to|must decline to) (?:help|assist|comply|do that|provide|complete|fulfil|fulfill|continue|"
     r"support|engage)"
     r"|\bagainst (?:my|our|OpenAI's|Anthropic's) (?:policy|policies|guidelines|usage policies)"
-    r"|\bI (?:must|have to) (?:decline|refuse)\b", re.I)
+    r"|\bI (?:must|have to) (?:decline|refuse)\b", re.I),
+    ("cannot", "can't", "can’t", "won't", "won’t", "will not", "unable to", "not able to", "decline to", "against ",
+     "decline", "refuse"))
 
 
 @attrs.define
@@ -183,16 +212,16 @@ class GaveUp:
 LOOP_THRESHOLD = 5
 
 
-def _signature(step: ToolStep) -> str:
-    return f"{step.name}\0{json.dumps(step.arguments, sort_keys=True, default=str)}"
+def _same(a: ToolStep, b: ToolStep) -> bool:
+    return a.name == b.name and a.arguments == b.arguments
 
 
 def _runs(steps: tuple[ToolStep, ...]) -> Iterator[tuple[ToolStep, int]]:
     """``(first step, length)`` of each run of identical calls."""
     i = 0
     while i < len(steps):
-        j, signature = i + 1, _signature(steps[i])
-        while j < len(steps) and _signature(steps[j]) == signature:
+        j = i + 1
+        while j < len(steps) and _same(steps[j], steps[i]):
             j += 1
         yield steps[i], j - i
         i = j

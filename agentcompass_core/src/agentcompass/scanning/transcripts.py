@@ -1,15 +1,21 @@
 """A run directory's attempts as :class:`~agentcompass.runtime.scanning.Transcript` objects: each final result
 with its attempt's model calls, its tool calls (from the conversation, and from an installed agent's own
-trajectory among the artifacts) and its artifact directory."""
+trajectory among the artifacts) and its artifact directory.
+
+Each call line repeats the conversation so far, so a long attempt's lines hold its prompt many times over: only
+the last call of each role is parsed whole (its messages carry every tool output); the others are parsed
+without their ``messages`` (:func:`call_without_messages`), and attempts are read one at a time."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcompass.results.lines import ARTIFACTS
+from agentcompass.errors import ResultsError, describe
+from agentcompass.results.lines import ARTIFACTS, TRAJECTORIES
 from agentcompass.results.reader import Key, RunReader
 from agentcompass.runtime.names import safe_name
 from agentcompass.runtime.scanning import ToolStep, Transcript, steps_of
@@ -61,16 +67,94 @@ def native_steps(root: Path, start: int) -> tuple[ToolStep, ...]:
     return tuple(steps)
 
 
+#: The attempt and role a core-written call line names right after its task and trial (read without parsing).
+_ATTEMPT = re.compile(rb'^\{"task_id":"(?:[^"\\]|\\.)*","trial":\d+,"attempt":(\d+),"index":\d+,"role":'
+                      rb'("(?:[^"\\]|\\.)*")')
+_MESSAGES = b',"messages":'
+_TOOLS = b'],"tools":'
+
+
+def _loads(raw: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def call_without_messages(raw: bytes) -> dict[str, Any] | None:
+    """A core-written call line (keys in :class:`~agentcompass.models.metering.CallRecord` order) as its JSON object
+    without ``messages``, the prompt left unparsed: what comes before the key and what comes after its list, each
+    parsed alone. ``None`` when the line is not laid out so (then parse it whole).
+
+    A quote inside a JSON string is escaped, so ``,"messages":`` first appears as the key itself; ``],"tools":``
+    may also appear inside the messages (a nested object), but the rest of the line parses as one object only
+    from the real one (from inside the list, the list's own closing bracket is left unmatched)."""
+    start = raw.find(_MESSAGES)
+    if start < 0:
+        return None
+    head = _loads(raw[:start] + b"}")
+    if head is None:
+        return None
+    at = raw.find(_TOOLS, start)
+    while at >= 0:
+        tail = _loads(b"{" + raw[at + 2:])
+        if tail is not None:
+            head.update(tail)
+            return head
+        at = raw.find(_TOOLS, at + 1)
+    return None
+
+
+def attempt_calls(reader: RunReader, key: Key, attempt: int) -> list[dict[str, Any]]:
+    """The model calls of ``key``'s ``attempt``, in order: the last call of each role whole, the others without
+    their ``messages``; a line not laid out as the core writes it is parsed whole, a damaged one passed over."""
+    spans = reader.trajectory_lines.get(key, [])
+    if not spans:
+        return []
+    path = reader.path / TRAJECTORIES
+    lines: list[tuple[bytes, bytes | None]] = []  # (raw line, its role's JSON string when read off the line)
+    try:
+        with open(path, "rb") as f:
+            for offset, length in spans:
+                f.seek(offset)
+                raw = f.read(length)
+                match = _ATTEMPT.match(raw)
+                if match is not None:
+                    if int(match.group(1)) == attempt:
+                        lines.append((raw, match.group(2)))
+                    continue
+                data = _loads(raw)
+                if data is not None and data.get("attempt", 1) == attempt:
+                    lines.append((raw, None))
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {exc.strerror or describe(exc)}") from None
+    last_of_role: dict[bytes | None, int] = {}
+    for i, (_, role) in enumerate(lines):
+        last_of_role[role] = i
+    whole = set(last_of_role.values())
+    calls: list[dict[str, Any]] = []
+    for i, (raw, role) in enumerate(lines):
+        call = None if i in whole or role is None else call_without_messages(raw)
+        if call is None:
+            call = _loads(raw)
+        if call is not None:
+            calls.append(call)
+    return calls
+
+
 def transcript_of(reader: RunReader, key: Key, record: Mapping[str, Any],
-                  calls: list[dict[str, Any]] | None = None) -> Transcript:
-    """The transcript of ``record`` (a final result's JSON) and its attempt's calls (read when not given)."""
+                  calls: list[dict[str, Any]] | None = None, any_artifacts: bool = True) -> Transcript:
+    """The transcript of ``record`` (a final result's JSON) and its attempt's calls (read when not given: see
+    :func:`attempt_calls`); ``any_artifacts=False`` says the run has no artifact directory at all."""
     attempt = int(record.get("attempt") or 1)
     if calls is None:
-        calls = [c for c in reader.trajectory(key) if c.get("attempt", 1) == attempt]
+        calls = attempt_calls(reader, key, attempt)
     request = reader.info.get("request") or {}
     steps = steps_of(calls)
-    art = artifacts_dir(reader.path, key[0], key[1], attempt)
-    native = native_steps(art, len(steps)) if art.is_dir() else ()
+    art = artifacts_dir(reader.path, key[0], key[1], attempt) if any_artifacts else None
+    has_art = art is not None and art.is_dir()
+    native = native_steps(art, len(steps)) if art is not None and has_art else ()
     metrics = record.get("metrics") or {}
     return Transcript(
         run_id=str(reader.info.get("run_id", "")), task_id=key[0], trial=key[1], attempt=attempt,
@@ -80,11 +164,12 @@ def transcript_of(reader: RunReader, key: Key, record: Mapping[str, Any],
         error=record.get("error"), error_phase=record.get("error_phase"),
         final_answer=record.get("final_answer") if isinstance(record.get("final_answer"), str) else None,
         category=record.get("category"), artifacts=record.get("artifacts") or {}, calls=tuple(calls),
-        steps=steps + native, artifacts_dir=str(art) if art.is_dir() else None,
+        steps=steps + native, artifacts_dir=str(art) if has_art else None,
     )
 
 
 def transcripts(reader: RunReader) -> Iterator[Transcript]:
     """The transcript of every final result of the run, in the order they finished."""
+    any_artifacts = (reader.path / ARTIFACTS).is_dir()
     for key, record in list(reader.results.items()):
-        yield transcript_of(reader, key, record)
+        yield transcript_of(reader, key, record, any_artifacts=any_artifacts)
