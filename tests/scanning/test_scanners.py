@@ -136,7 +136,7 @@ def test_evidence_is_masked_of_the_runs_secrets(before: str, after: str) -> None
     redactor.add(SECRET)
     command = f"{before} cat solution/solve.sh {SECRET} {after}"
     t = Transcript("r", "t", 1, 1, "COMPLETED", steps=(ToolStep(0, 0, "bash", {"command": command}),))
-    [finding] = RewardHacking().scan(t)
+    [finding] = [f for f in RewardHacking().scan(t) if "solution" in f.reason]  # the noise may name tests/ too
     line = store.line_of(finding, redactor)
     assert SECRET not in line and SECRET not in json.loads(line)["evidence"][0]["excerpt"]
 

@@ -145,13 +145,20 @@ def scan_observer(host: Any, names: tuple[str, ...]) -> Any:
     from agentcompass.scanning.names import JUDGE
     from agentcompass.scanning.observer import SCAN_PLUGIN, ScanObserver
 
-    judged = [n for n in names if split(n)[0] == JUDGE]
-    if judged:
-        raise CLIError(f"--scan {judged[0]} asks a model: run it after the run, with agentcompass scan RUN_DIR "
-                       f"--scanner {judged[0]}")
+    names = tuple(n for n in names if split(n)[0] != JUDGE)  # the judge asks a model: it scans after the run
+    if not names:
+        return contextlib.nullcontext()
     with cli_errors():
         scanners = build_scanners(host, names)
     return observing(host, ScanObserver(scanners), SCAN_PLUGIN)
+
+
+def judged_scans(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``--scan judge:RUBRIC`` among ``names``: run when the run has finished, by its judge role."""
+    from agentcompass.scanning.engine import split
+    from agentcompass.scanning.names import JUDGE
+
+    return tuple(n for n in names if split(n)[0] == JUDGE)
 
 
 def _ignore_signals() -> None:
@@ -261,6 +268,16 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
                                      else frozenset())
     console = ConsoleReporter(enabled=True, task_lines=task_lines)
+    judged = judged_scans(scan)
+    if judged:
+        from agentcompass.scanning.judge import rubric_problem
+
+        for spec in judged:
+            problem = rubric_problem(spec)
+            if problem:
+                raise CLIError(problem)
+        if not request.models.roles.get("judge"):
+            raise CLIError(f"--scan {judged[0]} asks the run's judge role: give --judge-model MODEL")
     scanning = scan_observer(host, scan)
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen)
     with cli_errors(), observing(host, console), scanning:
@@ -276,6 +293,13 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         _ignore_signals()  # the run is over and recorded: a late Ctrl-C must not turn exit 130 into a kill
     console.stop()
     summary = outcome.summary
+    if judged and not outcome.interrupted:
+        from agentcompass.cli.scan import judge_lines, scan_with
+
+        with cli_errors():
+            _, judging = scan_with(host, Path(outcome.run_dir), judged, request)
+        for line in judge_lines(judging):
+            click.echo(line, err=as_json)
     if scan:  # the findings written as the run went, as summary.json counts them
         import dataclasses
 

@@ -105,6 +105,11 @@ async def scan_run(run_dir: Path, scanners: Sequence[Scanner]) -> ScanOutcome:
     started = time.perf_counter()
     reader = RunReader.open(run_dir)
     redactor = store.run_redactor(reader.info)
+    from agentcompass.scanning.judge import SCAN_CALLS, CallLog, JudgeScanner
+
+    for scanner in scanners:
+        if isinstance(scanner, JudgeScanner) and scanner.on_meter is None:
+            scanner.on_meter = CallLog(run_dir / SCAN_CALLS, redactor)
     found: list[Finding] = []
     n = 0
     for transcript in transcripts(reader):
