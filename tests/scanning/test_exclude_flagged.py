@@ -15,7 +15,6 @@ from click.testing import CliRunner
 
 from tests.harnesses.support import assistant_turns, run_with, solver, text
 
-
 REFUSAL = "I'm sorry, but I can't help with that request."
 
 
