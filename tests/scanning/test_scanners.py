@@ -163,3 +163,36 @@ def test_a_plugins_scanner_runs_through_the_hook(tmp_path: Path) -> None:
                          task_ids=["hello-file"], run_dir=run_dir))
     outcome = asyncio.run(scan_run(run_dir, build_scanners(host, ["sudo"])))
     assert [(f.scanner, f.evidence[0].excerpt) for f in outcome.findings] == [("sudo", "sudo ls")]
+
+
+def test_a_resumed_run_does_not_write_its_findings_twice(tmp_path: Path) -> None:
+    run_dir = tmp_path / "r"
+    first = CliRunner().invoke(cli, ["run", "example_coding", "react", "mock", "-o", str(run_dir), "-n", "3",
+                                     "--scan", "gave-up"])
+    assert first.exit_code == 0, first.output
+    before = store.read(run_dir / "scans.jsonl")
+    assert before
+    again = CliRunner().invoke(cli, ["run", "--resume", str(run_dir), "--scan", "gave-up"])
+    assert again.exit_code == 0, again.output
+    after = store.read(run_dir / "scans.jsonl")
+    assert after == before
+    assert json.loads((run_dir / "summary.json").read_text())["findings"] == {"gave-up": {"low": len(before)}}
+
+
+def test_an_attempt_announced_again_is_not_flagged_twice(tmp_path: Path) -> None:
+    """A resumed run that announces an attempt already scanned (its record read back) appends nothing again."""
+    from agentcompass.runtime.records import TaskEvent
+    from agentcompass.scanning.builtin import GaveUp
+    from agentcompass.scanning.observer import ScanObserver
+
+    run_dir = tmp_path / "r"
+    result = CliRunner().invoke(cli, ["run", "example_coding", "react", "mock", "-o", str(run_dir), "-n", "3",
+                                      "--scan", "gave-up"])
+    assert result.exit_code == 0, result.output
+    before = (run_dir / "scans.jsonl").read_text()
+    flagged = store.read(run_dir / "scans.jsonl")[0]
+    observer = ScanObserver([GaveUp()])
+    observer.agentcompass_run_started(str(run_dir))
+    observer.agentcompass_task_event(TaskEvent("task.finished", "r", flagged["task_id"], flagged["attempt"],
+                                               trial=flagged["trial"]))
+    assert (run_dir / "scans.jsonl").read_text() == before

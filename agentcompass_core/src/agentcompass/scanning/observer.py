@@ -30,12 +30,15 @@ class ScanObserver:
     findings: list[Finding] = attrs.field(factory=list)
     _reader: RunReader | None = None
     _redactor: Redactor = attrs.field(factory=Redactor)
+    #: Findings already in ``scans.jsonl`` (a resumed run's): never written twice.
+    _written: set[tuple[str, str, int, int, str]] = attrs.field(factory=set)
 
     @hookimpl
     def agentcompass_run_started(self, run_dir: str) -> None:
         path = Path(run_dir)
         self._reader = RunReader.open(path)
         self._redactor = store.run_redactor(self._reader.info)
+        self._written = {store.identity(store.finding_of(d)) for d in store.read(path / SCANS)}
 
     @hookimpl
     def agentcompass_task_event(self, event: TaskEvent) -> None:
@@ -47,6 +50,8 @@ class ScanObserver:
         record = reader.results.get(key)
         if record is None or record.get("attempt") != event.attempt:
             return
-        found = scan_now(self.scanners, transcript_of(reader, key, record))
+        found = [f for f in scan_now(self.scanners, transcript_of(reader, key, record))
+                 if store.identity(f) not in self._written]
+        self._written.update(store.identity(f) for f in found)
         store.append(reader.path / SCANS, found, self._redactor)
         self.findings.extend(found)

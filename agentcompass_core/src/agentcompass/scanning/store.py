@@ -73,6 +73,11 @@ def finding_of(data: Mapping[str, Any]) -> Finding:
                    int(data.get("attempt") or 1), severity, str(data.get("reason", "")), evidence)
 
 
+def identity(finding: Finding) -> tuple[str, str, int, int, str]:
+    """What makes a finding the same one: its scanner, attempt and reason (a resumed run's is not written twice)."""
+    return finding.scanner, finding.task_id, finding.trial, finding.attempt, finding.reason
+
+
 def counts(run_dir: Path) -> dict[str, dict[str, int]]:
     """Findings per scanner and severity (what ``summary.json``'s ``findings`` holds); empty without scans."""
     out: dict[str, dict[str, int]] = {}
