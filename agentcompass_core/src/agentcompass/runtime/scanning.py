@@ -35,8 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["EXCERPT_CHARS", "SEVERITIES", "Evidence", "Finding", "Scanner", "Severity", "ToolStep", "Transcript",
-           "excerpt", "steps_of"]
+__all__ = ["EXCERPT_CHARS", "SCANS", "SEVERITIES", "Evidence", "Finding", "Scanner", "Severity", "ToolStep",
+           "Transcript", "excerpt", "finding_from_json", "read_findings", "steps_of"]
+
+#: The run-directory file findings are written to, one JSON line per finding.
+SCANS = "scans.jsonl"
 
 #: How severe a finding is, least first.
 Severity = Literal["low", "medium", "high"]
@@ -260,3 +263,36 @@ class Scanner(Protocol):
     name: str
 
     def scan(self, transcript: Transcript) -> Iterable[Finding] | Awaitable[Iterable[Finding]]: ...
+
+
+def finding_from_json(data: Mapping[str, Any]) -> Finding | None:
+    """A ``scans.jsonl`` line's object as a :class:`Finding` (``None`` when it names no scanner or task)."""
+    if not isinstance(data.get("scanner"), str) or not isinstance(data.get("task_id"), str):
+        return None
+    evidence = tuple(Evidence(e["where"] if e.get("where") in ("step", "call", "result", "artifact") else "result",
+                              str(e.get("excerpt", "")), e.get("index") if isinstance(e.get("index"), int) else None,
+                              e.get("path") if isinstance(e.get("path"), str) else None)
+                     for e in data.get("evidence") or () if isinstance(e, Mapping))
+    severity: Severity = next((s for s in SEVERITIES if s == data.get("severity")), "low")
+    trial, attempt = data.get("trial"), data.get("attempt")
+    return Finding(data["scanner"], data["task_id"], trial if isinstance(trial, int) else 1,
+                   attempt if isinstance(attempt, int) else 1, severity, str(data.get("reason", "")), evidence)
+
+
+def read_findings(run_dir: Path) -> tuple[Finding, ...]:
+    """The findings of a run directory's ``scans.jsonl``, in order (none when it was not scanned; a damaged or
+    torn line is passed over)."""
+    path = Path(run_dir) / SCANS
+    if not path.exists():
+        return ()
+    out: list[Finding] = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            finding = finding_from_json(data) if isinstance(data, dict) else None
+            if finding is not None:
+                out.append(finding)
+    return tuple(out)

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.known_secrets import known_secrets
-from agentcompass.runtime.scanning import SEVERITIES, Evidence, Finding, Severity
+from agentcompass.runtime.scanning import Finding, finding_from_json
 from agentcompass.scanning.names import SCANS
 
 
@@ -65,12 +65,9 @@ def read(path: Path) -> list[dict[str, Any]]:
 
 
 def finding_of(data: Mapping[str, Any]) -> Finding:
-    evidence = tuple(Evidence(str(e.get("where", "result")), str(e.get("excerpt", "")),  # type: ignore[arg-type]
-                              e.get("index"), e.get("path"))
-                     for e in data.get("evidence") or () if isinstance(e, Mapping))
-    severity: Severity = next((s for s in SEVERITIES if s == data.get("severity")), "low")
-    return Finding(str(data["scanner"]), str(data["task_id"]), int(data.get("trial") or 1),
-                   int(data.get("attempt") or 1), severity, str(data.get("reason", "")), evidence)
+    finding = finding_from_json(data)
+    assert finding is not None, "read() keeps only lines naming a scanner and a task"
+    return finding
 
 
 def identity(finding: Finding) -> tuple[str, str, int, int, str]:
