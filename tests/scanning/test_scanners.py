@@ -195,4 +195,5 @@ def test_an_attempt_announced_again_is_not_flagged_twice(tmp_path: Path) -> None
     observer.agentcompass_run_started(str(run_dir))
     observer.agentcompass_task_event(TaskEvent("task.finished", "r", flagged["task_id"], flagged["attempt"],
                                                trial=flagged["trial"]))
+    observer.flush()
     assert (run_dir / "scans.jsonl").read_text() == before

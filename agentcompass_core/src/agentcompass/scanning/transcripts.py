@@ -8,11 +8,12 @@ without their ``messages`` (:func:`call_without_messages`), and attempts are rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agentcompass.errors import ResultsError, describe
 from agentcompass.results.lines import ARTIFACTS, TRAJECTORIES
@@ -71,6 +72,8 @@ def native_steps(root: Path, start: int) -> tuple[ToolStep, ...]:
 _ATTEMPT = re.compile(rb'^\{"task_id":"(?:[^"\\]|\\.)*","trial":\d+,"attempt":(\d+),"index":\d+,"role":'
                       rb'("(?:[^"\\]|\\.)*")')
 _MESSAGES = b',"messages":'
+#: A call line shorter than this (bytes) is parsed whole: cheaper than parsing it in two parts.
+WHOLE_BELOW = 4096
 _TOOLS = b'],"tools":'
 
 
@@ -106,16 +109,17 @@ def call_without_messages(raw: bytes) -> dict[str, Any] | None:
     return None
 
 
-def attempt_calls(reader: RunReader, key: Key, attempt: int) -> list[dict[str, Any]]:
+def attempt_calls(reader: RunReader, key: Key, attempt: int, f: BinaryIO | None = None) -> list[dict[str, Any]]:
     """The model calls of ``key``'s ``attempt``, in order: the last call of each role whole, the others without
-    their ``messages``; a line not laid out as the core writes it is parsed whole, a damaged one passed over."""
+    their ``messages``; a line not laid out as the core writes it is parsed whole, a damaged one passed over.
+    ``f``: ``trajectories.jsonl`` already open (binary), to read many attempts without reopening it."""
     spans = reader.trajectory_lines.get(key, [])
     if not spans:
         return []
     path = reader.path / TRAJECTORIES
     lines: list[tuple[bytes, bytes | None]] = []  # (raw line, its role's JSON string when read off the line)
     try:
-        with open(path, "rb") as f:
+        with contextlib.nullcontext(f) if f is not None else open(path, "rb") as f:
             for offset, length in spans:
                 f.seek(offset)
                 raw = f.read(length)
@@ -135,21 +139,25 @@ def attempt_calls(reader: RunReader, key: Key, attempt: int) -> list[dict[str, A
     whole = set(last_of_role.values())
     calls: list[dict[str, Any]] = []
     for i, (raw, role) in enumerate(lines):
-        call = None if i in whole or role is None else call_without_messages(raw)
+        partly = i not in whole and role is not None and len(raw) > WHOLE_BELOW
+        call = call_without_messages(raw) if partly else None
         if call is None:
             call = _loads(raw)
+            if call is not None and i not in whole and role is not None:
+                call.pop("messages", None)  # the same either way: only the last call of a role keeps them
         if call is not None:
             calls.append(call)
     return calls
 
 
 def transcript_of(reader: RunReader, key: Key, record: Mapping[str, Any],
-                  calls: list[dict[str, Any]] | None = None, any_artifacts: bool = True) -> Transcript:
+                  calls: list[dict[str, Any]] | None = None, any_artifacts: bool = True,
+                  trajectories: BinaryIO | None = None) -> Transcript:
     """The transcript of ``record`` (a final result's JSON) and its attempt's calls (read when not given: see
     :func:`attempt_calls`); ``any_artifacts=False`` says the run has no artifact directory at all."""
     attempt = int(record.get("attempt") or 1)
     if calls is None:
-        calls = attempt_calls(reader, key, attempt)
+        calls = attempt_calls(reader, key, attempt, trajectories)
     request = reader.info.get("request") or {}
     steps = steps_of(calls)
     art = artifacts_dir(reader.path, key[0], key[1], attempt) if any_artifacts else None
