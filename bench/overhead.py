@@ -16,7 +16,11 @@ worst case — per-task time with tracing on (spans exported over OTLP/HTTP to a
 process) against off (the plugin installed, ``--otel`` not given) and absent (the plugin not loaded), the
 median of 5 alternating runs each at concurrency 8 and 100.
 
-Usage: uv sync --compile-bytecode && uv run python bench/overhead.py [--n 1000] [--rss-n 10000] [--otel]
+With ``--scan``, instead: the cost of ``run --scan`` with every built-in scanner (each attempt's transcript read
+back and scanned as it finishes) against the same run without it, the median of 5 alternating runs each at
+concurrency 8 and 100 (target ≤ 5%).
+
+Usage: uv sync --compile-bytecode && uv run python bench/overhead.py [--n 1000] [--rss-n 10000] [--otel] [--scan]
 (byte-compiling once matters where PYTHONDONTWRITEBYTECODE is set: otherwise every start compiles its imports).
 """
 
@@ -72,10 +76,16 @@ class BenchPlugin:
         register("bench_calls", CallsBenchmark)
 
 
-def run_once(n: int, concurrency: int, latency: float, otel: str = "off") -> float:
-    """Seconds to run N tasks; ``otel``: ``off`` (the plugin loaded, tracing off), ``on`` or ``absent``."""
+def run_once(n: int, concurrency: int, latency: float, otel: str = "off", scan: bool = False) -> float:
+    """Seconds to run N tasks; ``otel``: ``off`` (the plugin loaded, tracing off), ``on`` or ``absent``;
+    ``scan``: with every built-in scanner as ``run --scan`` registers them."""
     host = load_plugins()
     host.add_plugin(BenchPlugin(), "bench")
+    if scan:
+        from agentcompass.scanning.engine import build_scanners
+        from agentcompass.scanning.observer import SCAN_PLUGIN, ScanObserver
+
+        host.add_plugin(ScanObserver(build_scanners(host, ())), SCAN_PLUGIN)
     if otel == "absent":
         host.remove_plugin("otel")
     elif otel == "on":
@@ -134,6 +144,24 @@ def otlp_sink():  # type: ignore[no-untyped-def]
         sink.wait()
 
 
+def scan_overhead(n: int) -> None:
+    print(f"run --scan overhead — N={n} tasks × K={K} in-process mock calls, 0 ms latency, local environment, every "
+          f"built-in scanner; median of 5 alternating runs")
+    for concurrency in (8, 100):
+        times: dict[bool, list[float]] = {False: [], True: []}
+        cpu: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(5):
+            for scan in times:
+                started = time.process_time()
+                times[scan].append(run_once(n, concurrency, 0.0, scan=scan))
+                cpu[scan].append(time.process_time() - started)
+        off, on = (statistics.median(times[k]) / n * 1000 for k in (False, True))
+        cpu_off, cpu_on = (statistics.median(cpu[k]) / n * 1000 for k in (False, True))
+        print(f"  concurrency {concurrency:>3}: without {off:.3f} ms/task, with --scan {on:.3f} ms/task "
+              f"({(on / off - 1) * 100:+.1f}%; target ≤ 5%); CPU {cpu_off:.3f} → {cpu_on:.3f} ms/task "
+              f"({(cpu_on / cpu_off - 1) * 100:+.1f}%, the steadier figure on a busy machine)")
+
+
 def otel_overhead(n: int) -> None:
     print(f"OpenTelemetry overhead — N={n} tasks × K={K} in-process mock calls, 0 ms latency, local environment; "
           f"median of 5 alternating runs")
@@ -157,12 +185,16 @@ def main() -> None:
     parser.add_argument("--rss-n", type=int, default=10_000)
     parser.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--otel", action="store_true", help="Measure the cost of OpenTelemetry tracing only.")
+    parser.add_argument("--scan", action="store_true", help="Measure the cost of run --scan only.")
     args = parser.parse_args()
     if args.rss_child is not None:
         rss_child(args.rss_child)
         return
     if args.otel:
         otel_overhead(args.n)
+        return
+    if args.scan:
+        scan_overhead(args.n)
         return
 
     n = args.n

@@ -97,6 +97,18 @@ def register_executors(register: Register) -> None:
 
 
 @hookspec
+def register_scanners(register: Register) -> None:
+    """Register transcript scanners (``agentcompass scan --scanner NAME``, ``run --scan NAME``).
+
+    :param register: call ``register(name, factory)`` per scanner; ``factory()`` — or ``factory(ARG)`` for
+        ``--scanner NAME:ARG`` — returns a :class:`~agentcompass.runtime.scanning.Scanner`: an object with a
+        ``name`` and ``scan(transcript)`` returning the :class:`~agentcompass.runtime.scanning.Finding` objects of
+        one attempt (or an awaitable of them). A bad ``ARG`` is a :class:`~agentcompass.errors.UsageError`.
+    :return: nothing; results are ignored.
+    """
+
+
+@hookspec
 def register_commands(cli: click.Group) -> None:
     """Add commands to the ``agentcompass`` command line.
 

@@ -39,6 +39,7 @@ REGISTRATION_HOOKS: dict[str, str] = {
     "metric_contract": "register_metric_contracts",
     "model": "register_models",
     "executor": "register_executors",
+    "scanner": "register_scanners",
 }
 
 #: Observer hooks: called through pluggy; an implementation that raises is logged and skipped.

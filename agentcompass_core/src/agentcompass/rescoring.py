@@ -32,15 +32,21 @@ class RescoreSource:
     store: RunDirectory
     info: RunInfo
     records: dict[tuple[str, int], tuple[RunResult, dict[str, Any]]]
+    #: ``--exclude-flagged``: the scanners whose flagged attempts were left out, and how many were.
+    excluded_by: tuple[str, ...] = ()
+    n_excluded: int = 0
 
     @classmethod
-    def open(cls, path: Path) -> RescoreSource:
+    def open(cls, path: Path, exclude_flagged: Sequence[str] = ()) -> RescoreSource:
         store = RunDirectory.open_existing(path)
         info = store.read_run_info()
         records = store.final_records()
         if not records:
             raise UsageError(f"{path} has no final results to score again")
-        return cls(path, store, info, records)
+        n_excluded = 0
+        if exclude_flagged:
+            records, n_excluded = _without_flagged(path, records, exclude_flagged)
+        return cls(path, store, info, records, tuple(exclude_flagged), n_excluded)
 
     def request(self, given: RunRequest, run_id: str, overrides: frozenset[str] = frozenset()) -> RunRequest:
         """The source's request, with a new run id, the judge model given now, and the overridden fields."""
@@ -78,4 +84,25 @@ class RescoreSource:
         return out
 
     def derived_from(self) -> dict[str, str]:
-        return {"run_dir": str(self.path.resolve()), "run_id": self.info.run_id}
+        out = {"run_dir": str(self.path.resolve()), "run_id": self.info.run_id}
+        if self.excluded_by:
+            out["excluded_flagged"] = f"{self.n_excluded} flagged by {', '.join(self.excluded_by)}"
+        return out
+
+
+def _without_flagged(path: Path, records: dict[tuple[str, int], tuple[RunResult, dict[str, Any]]],
+                     scanners: Sequence[str]) -> tuple[dict[tuple[str, int], tuple[RunResult, dict[str, Any]]], int]:
+    """``records`` less the final attempts a finding of ``scanners`` flags (``scans.jsonl``), and how many."""
+    from agentcompass.scanning import store as scans
+    from agentcompass.scanning.names import SCANS
+
+    if not (path / SCANS).exists():
+        raise UsageError(f"--exclude-flagged: {path} was not scanned (it has no {SCANS}); scan it first: "
+                         f"agentcompass scan {path} --scanner {scanners[0]}")
+    flagged = scans.flagged(path, scanners)
+    kept = {key: (result, line) for key, (result, line) in records.items()
+            if (result.task_id, result.trial, result.attempt) not in flagged}
+    if not kept:
+        raise UsageError(f"--exclude-flagged {', '.join(scanners)} leaves none of the {len(records)} results of "
+                         f"{path} to score")
+    return kept, len(records) - len(kept)

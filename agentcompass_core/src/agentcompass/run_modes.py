@@ -220,6 +220,8 @@ class Rescoring(RunMode):
     run_dir: Path | None = None
     #: Request fields the user gave explicitly (the judge, the environment, scheduling).
     given: frozenset[str] = frozenset()
+    #: ``--exclude-flagged``: leave out the attempts these scanners flagged (``scans.jsonl``).
+    exclude_flagged: tuple[str, ...] = ()
     _source: RescoreSource | None = None
 
     @property
@@ -228,7 +230,7 @@ class Rescoring(RunMode):
         return self._source
 
     def request(self, given: RunRequest) -> RunRequest:
-        self._source = RescoreSource.open(self.source_dir)
+        self._source = RescoreSource.open(self.source_dir, self.exclude_flagged)
         return self._source.request(given, new_run_id(), self.given)
 
     def tasks(self, benchmark: BaseBenchmark, tasks: list[TaskSpec]) -> list[TaskSpec]:

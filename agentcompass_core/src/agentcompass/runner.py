@@ -164,6 +164,8 @@ class Runner:
     given: frozenset[str] = frozenset()
     #: ``agentcompass evaluate``: the run directory whose recorded results are scored again (into ``run_dir``).
     rescore_from: Path | None = None
+    #: ``agentcompass evaluate --exclude-flagged``: the scanners whose flagged attempts are not scored again.
+    exclude_flagged: tuple[str, ...] = ()
     #: Limits shared with other runs of this process (a suite's cells, :mod:`agentcompass.capacity`): attempt
     #: slots, environment slots and a cost pool. ``None``: the run's own ``--max-environments`` and budget.
     capacity: SharedCapacity | None = None
@@ -174,7 +176,7 @@ class Runner:
             assert self.run_dir is not None, "resume=True needs the run_dir to resume"
             return ResumedRun(self.run_dir, self.given)
         if self.rescore_from is not None:
-            return Rescoring(self.rescore_from, self.run_dir, self.given)
+            return Rescoring(self.rescore_from, self.run_dir, self.given, self.exclude_flagged)
         return NewRun(self.run_dir)
 
     async def run(self) -> RunOutcome:

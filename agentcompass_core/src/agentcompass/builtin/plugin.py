@@ -73,3 +73,20 @@ def register_metric_contracts(register):
         lambda: make_metric_contract(primary="reward", scalar=("reward",), labels={"reward": "Reward"},
                                      binary=True),
     )
+
+
+def _scanner(name: str) -> Any:
+    def factory(arg: str | None = None) -> Any:
+        from agentcompass.scanning.builtin import BUILTIN
+
+        return BUILTIN[name](arg)
+
+    return factory
+
+
+@hookimpl
+def register_scanners(register):
+    from agentcompass.scanning.names import BUILTIN_SCANNERS
+
+    for name in BUILTIN_SCANNERS:
+        register(name, _scanner(name))

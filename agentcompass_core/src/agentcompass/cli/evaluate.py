@@ -20,16 +20,20 @@ from agentcompass.exit_codes import ExitCode
 @click.option("--env", "-e", "environment", default=None, help="Environment for evaluation (default: the run's).")
 @click.option("--env-arg", multiple=True, metavar="KEY=VALUE", help="Option for the environment.")
 @click.option("--concurrency", "-c", type=int, default=None, help="Results scored at once (default: the run's).")
+@click.option("--exclude-flagged", "exclude_flagged", multiple=True, metavar="SCANNER",
+              help="Leave out the attempts this scanner flagged in RUN_DIR/scans.jsonl (repeatable; e.g. "
+                   "reward-hacking, environment, judge).")
 @click.option("--json", "as_json", is_flag=True, help="Print the new summary as JSON on stdout.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, judge_model: str | None,
                      environment: str | None, env_arg: tuple[str, ...], concurrency: int | None,
-                     as_json: bool) -> None:
+                     exclude_flagged: tuple[str, ...], as_json: bool) -> None:
     """Score the results of RUN_DIR again, without re-running them, with the benchmark as installed now.
 
     Runs only each benchmark's evaluate phase on what the run collected (its results, prepared tasks and
     artifacts) and writes a new run directory that records where it came from. Results that were not
-    COMPLETED keep their status and error.
+    COMPLETED keep their status and error. --exclude-flagged SCANNER scores the run without the attempts that
+    scanner flagged (agentcompass scan), and says how many were left out.
     """
     import asyncio
 
@@ -46,12 +50,25 @@ def evaluate_command(ctx: click.Context, run_dir: Path, output: Path | None, jud
         role_models={"judge": judge_model} if judge_model else {}, **overrides)
     _warn_if_unfinished(run_dir)
     host, console = plugin_host(ctx), ConsoleReporter(enabled=True)
-    runner = Runner(host, request, run_dir=output, rescore_from=run_dir, given=frozenset(overrides))
+    runner = Runner(host, request, run_dir=output, rescore_from=run_dir, given=frozenset(overrides),
+                    exclude_flagged=exclude_flagged)
     with cli_errors(), observing(host, console):
         outcome = asyncio.run(runner.run())
     console.stop()
+    excluded = _excluded(Path(outcome.run_dir)) if exclude_flagged else None
+    if excluded is not None:
+        click.echo(f"left out {excluded.replace(' flagged by ', ' results flagged by ', 1)} (scans.jsonl of "
+                   f"{run_dir}); scored the other {outcome.summary.n_finished}", err=True)
     emit_json(unstructure(outcome.summary)) if as_json else click.echo(summary_text(outcome.summary))
     ctx.exit(outcome.exit_code)
+
+
+def _excluded(run_dir: Path) -> str | None:
+    """What ``run.json`` says ``--exclude-flagged`` left out (``"N flagged by SCANNER"``)."""
+    from agentcompass.results.lines import RUN_JSON, read_json_file
+
+    derived = read_json_file(run_dir / RUN_JSON).get("derived_from") or {}
+    return derived.get("excluded_flagged") if isinstance(derived, dict) else None
 
 
 def _warn_if_unfinished(run_dir: Path) -> None:

@@ -17,6 +17,7 @@ from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import cli_errors, parse_pairs
 from agentcompass.cli.evaluate import compare_command, evaluate_command, plan_command
 from agentcompass.cli.run import run_command
+from agentcompass.cli.scan import findings_table, scan_command
 from agentcompass.cli.suite import suite_group
 from agentcompass.cli.validate import validate_command
 from agentcompass.exit_codes import ExitCode
@@ -36,6 +37,7 @@ cli.add_command(run_command)
 cli.add_command(evaluate_command)
 cli.add_command(suite_group)
 cli.add_command(validate_command)
+cli.add_command(scan_command)
 
 
 # -- plugins ---------------------------------------------------------------------------------------------
@@ -136,7 +138,9 @@ results_group.add_command(plan_command)
               help="Also list every task's final status (errors shortened to one line).")
 @click.option("--task", "task_id", default=None, metavar="TASK_ID",
               help="Show only this task's final results, with each whole error.")
-def results_show(run_dir: Path, as_json: bool, show_tasks: bool, task_id: str | None) -> None:
+@click.option("--flagged", is_flag=True,
+              help="List the scanners' findings (scans.jsonl: run --scan, agentcompass scan) with their evidence.")
+def results_show(run_dir: Path, as_json: bool, show_tasks: bool, task_id: str | None, flagged: bool) -> None:
     """Show the summary (and per-task results) of RUN_DIR. Nothing in RUN_DIR is changed."""
     from agentcompass.results.run_dir import RunDirectory
     from agentcompass.results.summary import summary_so_far
@@ -144,6 +148,9 @@ def results_show(run_dir: Path, as_json: bool, show_tasks: bool, task_id: str | 
 
     with cli_errors():
         store = RunDirectory.open_existing(run_dir)
+        if flagged:
+            _show_flagged(run_dir, as_json)
+            return
         if task_id is not None:
             _show_task(store, run_dir, task_id, as_json)
             return
@@ -171,6 +178,23 @@ def results_show(run_dir: Path, as_json: bool, show_tasks: bool, task_id: str | 
         click.echo(table(["task_id", "trial", "status", "metrics", "error"], rows))
         if any(r.error and shorten(r.error, TABLE_ERROR) != r.error for r in results.values()):
             click.echo(f"(errors shortened; a task's whole error: agentcompass results show {run_dir} --task ID)")
+
+
+def _show_flagged(run_dir: Path, as_json: bool) -> None:
+    """``results show --flagged``: every finding of ``scans.jsonl``, one row each."""
+    from agentcompass.scanning import store as scans
+    from agentcompass.scanning.names import SCANS
+
+    found = scans.read(run_dir / SCANS)
+    if as_json:
+        emit_json(found)
+        return
+    if not (run_dir / SCANS).exists():
+        click.echo(f"{run_dir} was not scanned; scan it with: agentcompass scan {run_dir}")
+        return
+    click.echo(f"{len(found)} findings in {run_dir / SCANS}")
+    if found:
+        click.echo(findings_table(found))
 
 
 def _show_task(store: RunDirectory, run_dir: Path, task_id: str, as_json: bool) -> None:

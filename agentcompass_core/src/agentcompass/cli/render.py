@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentcompass.runtime.records import MetricAggregate, PassAtK, RunSummary
@@ -112,6 +112,9 @@ def summary_text(summary: RunSummary) -> str:
     usage = usage_text(summary)
     if usage:
         lines.append(usage)
+    if summary.findings:
+        lines.append(findings_text(summary.findings) + f"  (see: agentcompass results show {summary.run_dir} "
+                     "--flagged)")
     lines.append(time_text(summary))
     lines.append(f"run directory: {summary.run_dir}")
     return "\n".join(lines)
@@ -126,6 +129,15 @@ def flips_text(summary: RunSummary) -> str | None:
     named = f" (most: {', '.join(f'{task} {rate:.2f}' for rate, task in worst)})" if worst else ""
     return (f"verdict flips ({v.metric} >= {v.threshold:.4g} passes): mean flip rate {v.mean_flip_rate:.3f}, "
             f"{v.n_flipping} of {v.n_tasks} tasks with any flip{named}")
+
+
+def findings_text(findings: Mapping[str, Mapping[str, int]]) -> str:
+    """``flagged: reward-hacking 2 (high 1, medium 1), loop 1 (medium 1)``: the scanners' findings counted."""
+    parts = []
+    for scanner, by in sorted(findings.items()):
+        each = ", ".join(f"{s} {by[s]}" for s in ("high", "medium", "low") if by.get(s))
+        parts.append(f"{scanner} {sum(by.values())} ({each})")
+    return "flagged: " + ", ".join(parts)
 
 
 def time_text(summary: RunSummary) -> str:

@@ -135,6 +135,32 @@ def enable_otel(host: Any) -> None:
     os.environ[OTEL_ENV] = "1"
 
 
+def scan_observer(host: Any, names: tuple[str, ...]) -> Any:
+    """``--scan``: the scanners' observer, registered for the run (a context manager; none without ``--scan``)."""
+    import contextlib
+
+    if not names:
+        return contextlib.nullcontext()
+    from agentcompass.scanning.engine import build_scanners, split
+    from agentcompass.scanning.names import JUDGE
+    from agentcompass.scanning.observer import SCAN_PLUGIN, ScanObserver
+
+    names = tuple(n for n in names if split(n)[0] != JUDGE)  # the judge asks a model: it scans after the run
+    if not names:
+        return contextlib.nullcontext()
+    with cli_errors():
+        scanners = build_scanners(host, names)
+    return observing(host, ScanObserver(scanners), SCAN_PLUGIN)
+
+
+def judged_scans(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``--scan judge:RUBRIC`` among ``names``: run when the run has finished, by its judge role."""
+    from agentcompass.scanning.engine import split
+    from agentcompass.scanning.names import JUDGE
+
+    return tuple(n for n in names if split(n)[0] == JUDGE)
+
+
 def _ignore_signals() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
@@ -196,12 +222,15 @@ def read_config(config_path: Path | None, rerun: Path | None, resume: Path | Non
 @click.option("--otel", is_flag=True,
               help="Export OpenTelemetry traces of the run over OTLP (the agentcompass-otel plugin; endpoint and "
                    "protocol from $OTEL_EXPORTER_OTLP_*). Same as AGENTCOMPASS_OTEL=1.")
+@click.option("--scan", "scan", multiple=True, metavar="NAME",
+              help="Scan each attempt's transcript as it finishes with this scanner (repeatable; see "
+                   "'agentcompass scan'); findings go to scans.jsonl and summary.json, never into a score.")
 @run_options
 @click.pass_context
 def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, model: str | None,
                 user_model: str | None, judge_model: str | None, output: Path | None, resume: Path | None,
                 config_path: Path | None, rerun: Path | None, as_json: bool, task_lines: bool, otel: bool,
-                **options: Any) -> None:
+                scan: tuple[str, ...], **options: Any) -> None:
     """Run BENCHMARK with HARNESS ('none' when the benchmark drives its own loop) and MODEL.
 
     Exit status: 0 when every task completed (whatever its score), 1 when any task ended in an error
@@ -239,8 +268,19 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
                                      else frozenset())
     console = ConsoleReporter(enabled=True, task_lines=task_lines)
+    judged = judged_scans(scan)
+    if judged:
+        from agentcompass.scanning.judge import rubric_problem
+
+        for spec in judged:
+            problem = rubric_problem(spec)
+            if problem:
+                raise CLIError(problem)
+        if not request.models.roles.get("judge"):
+            raise CLIError(f"--scan {judged[0]} asks the run's judge role: give --judge-model MODEL")
+    scanning = scan_observer(host, scan)
     runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen)
-    with cli_errors(), observing(host, console):
+    with cli_errors(), observing(host, console), scanning:
         try:
             outcome = asyncio.run(runner.run())
         except KeyboardInterrupt:  # a Ctrl-C outside the run's own handling: before it started, or as it closed
@@ -253,6 +293,19 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         _ignore_signals()  # the run is over and recorded: a late Ctrl-C must not turn exit 130 into a kill
     console.stop()
     summary = outcome.summary
+    if judged and not outcome.interrupted:
+        from agentcompass.cli.scan import judge_lines, scan_with
+
+        with cli_errors():
+            _, judging = scan_with(host, Path(outcome.run_dir), judged, request)
+        for line in judge_lines(judging):
+            click.echo(line, err=as_json)
+    if scan:  # the findings written as the run went, as summary.json counts them
+        import dataclasses
+
+        from agentcompass.scanning.store import counts
+
+        summary = dataclasses.replace(summary, findings=counts(Path(outcome.run_dir)))
     if as_json:
         from agentcompass.serialization import unstructure
 

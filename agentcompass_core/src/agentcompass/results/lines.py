@@ -103,21 +103,23 @@ class LineTail:
     line: int = 0
 
     def new_lines(self) -> Iterator[tuple[int, int, bytes]]:
-        """``(line number, byte offset, raw line)`` of every complete line appended since the last call."""
+        """``(line number, byte offset, raw line)`` of every complete line appended since the last call, read as a
+        stream (a file of any size costs one line of memory at a time)."""
         try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
+            f = open(self.path, "rb")
         except FileNotFoundError:
             return
         except OSError as exc:
             raise ResultsError(f"cannot read {self.path}: {exc.strerror or describe(exc)}") from None
-        end = data.rfind(b"\n")
-        if end < 0:
-            return  # nothing complete yet (a torn or half-written last line waits for its newline)
-        start = 0
-        for raw in data[:end + 1].splitlines(keepends=True):
-            self.line += 1
-            yield self.line, self.offset + start, raw
-            start += len(raw)
-        self.offset += end + 1
+        with f:
+            try:
+                f.seek(self.offset)
+                for raw in f:
+                    if not raw.endswith(b"\n"):
+                        return  # a torn or half-written last line waits for its newline
+                    self.line += 1
+                    offset = self.offset
+                    self.offset += len(raw)
+                    yield self.line, offset, raw
+            except OSError as exc:
+                raise ResultsError(f"cannot read {self.path}: {exc.strerror or describe(exc)}") from None

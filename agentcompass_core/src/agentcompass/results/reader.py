@@ -189,8 +189,14 @@ def _trajectory_key(raw: bytes) -> Key | None:
     match = _TRAJECTORY_KEY.match(raw)
     if not match:
         return None
+    quoted = match.group(1)
+    if b"\\" not in quoted:  # no escape: the bytes between the quotes are the name
+        try:
+            return quoted[1:-1].decode("utf-8"), int(match.group(2))
+        except UnicodeDecodeError:
+            return None
     try:
-        task_id = json.loads(match.group(1))
+        task_id = json.loads(quoted)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     return task_id, int(match.group(2))

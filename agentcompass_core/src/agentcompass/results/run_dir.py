@@ -22,6 +22,7 @@ again on resume. This is the runner's reader and writer; plugins read run direct
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -48,6 +49,7 @@ from agentcompass.results.scores import Score, read_scores, write_scores
 from agentcompass.runtime.names import safe_name
 from agentcompass.runtime.records import RunInfo, RunSummary
 from agentcompass.runtime.types import RunResult
+from agentcompass.scanning.names import SCANS
 from agentcompass.serialization import RecordError, dumps_record, read_record, result_from_json, result_to_json
 
 FSYNC_INTERVAL = 1.0
@@ -240,6 +242,10 @@ class RunDirectory:
     def write_summary(self, summary: RunSummary, final: Mapping[tuple[str, int], RunResult] | None = None) -> None:
         """``summary.json`` and, given the final results, the ``scores.json`` index of them."""
         self.sync()
+        if (self.path / SCANS).exists():  # what ``run --scan`` found, counted beside the scores
+            from agentcompass.scanning.store import counts
+
+            summary = dataclasses.replace(summary, findings=counts(self.path))
         write_json_atomic(self.path / SUMMARY, self.redactor.text(dumps_record(summary, indent=2)))
         if final is not None:
             write_scores(self.path, final, self.path / RESULTS)

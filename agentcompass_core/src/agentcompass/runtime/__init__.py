@@ -23,6 +23,7 @@ Beside this package's names:
   :mod:`agentcompass.runtime.model_providers` (settings, credentials), :mod:`agentcompass.runtime.codecs` (the
   vendor protocols' codecs);
 * observers and tools: :mod:`agentcompass.runtime.records` (typed run records),
+  :mod:`agentcompass.runtime.scanning` (transcript scanners: the ``Scanner`` contract, ``Transcript``, ``Finding``),
   :mod:`agentcompass.runtime.run_reader` (reading run directories, comparing runs, a suite's leaderboard);
 * :mod:`agentcompass.errors` (the domain errors), :mod:`agentcompass.hookspecs` (the hooks), and the top-level
   package's ``hookimpl`` and ``__version__``.
@@ -71,7 +72,7 @@ PUBLIC_MODULES: frozenset[str] = frozenset({
     *(f"agentcompass.runtime.{name}" for name in (
         "attempt_spec", "benchmark", "chat_client", "codecs", "environment", "executor", "harness", "known_secrets",
         "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs", "phases",
-        "records", "remote", "remote_attempts", "run_reader", "seeds", "shortening", "statistics", "types",
+        "records", "remote", "remote_attempts", "run_reader", "scanning", "seeds", "shortening", "statistics", "types",
         "wording")),
 })
 

@@ -265,6 +265,10 @@ class RunSummary:
     invocations: tuple[Invocation, ...] = ()
     #: Per task, how often its trials' verdicts differ from its majority (``None`` in older summaries).
     verdicts: VerdictStability | None = None
+    #: Findings of the run's scanners (``scans.jsonl``: ``run --scan``, ``agentcompass scan``), counted per
+    #: scanner and severity (``{"reward-hacking": {"high": 2}}``); empty when nothing was scanned or flagged.
+    #: A finding never changes a score.
+    findings: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def unfinished(self) -> bool:

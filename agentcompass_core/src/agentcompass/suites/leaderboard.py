@@ -4,7 +4,8 @@ baseline cell.
 Each cell's figures are its own run's: ``summary.json`` (or, for a cell that has none yet, the summary of its
 results so far, as ``agentcompass results show`` gives it) — the primary metric's mean with its 95% interval,
 pass^k for the largest k when the run has several trials and the contract a success threshold, the results that
-ended in an error status, the unfinished ones, tokens, cost and time. The difference against the baseline is
+ended in an error status, the unfinished ones, tokens, cost and time; and ``flagged``, how many of its attempts
+a transcript scanner flagged (``scans.jsonl``; ``None`` for a cell not scanned). The difference against the baseline is
 :func:`agentcompass.results.comparison.compare` on the primary metric: the number ``results compare`` prints.
 
 The baseline of a benchmark is the ``baseline`` asked for (``--baseline``, else the suite file's) when it is a
@@ -25,6 +26,7 @@ from agentcompass.results.comparison import LoadedRun, load_run, paired_differen
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.results.summary import summary_so_far
 from agentcompass.runtime.records import RunSummary
+from agentcompass.runtime.scanning import SCANS, read_findings
 from agentcompass.suites.cell_state import SKIPPED, SuiteDirectory
 
 SCHEMA_VERSION = 1
@@ -81,7 +83,14 @@ def _cell_row(directory: SuiteDirectory, name: str, state: str, warnings: list[s
     except AgentCompassError:
         return None
     warnings += [f"{name}: {w}" for w in store.warnings]
-    return {**_figures(name, state, summary), "_path": run_dir}
+    return {**_figures(name, state, summary), "flagged": _flagged(run_dir), "_path": run_dir}
+
+
+def _flagged(run_dir: Path) -> int | None:
+    """How many attempts of the cell a scanner flagged (``scans.jsonl``); ``None`` when it was not scanned."""
+    if not (run_dir / SCANS).exists():
+        return None
+    return len({(f.task_id, f.trial, f.attempt) for f in read_findings(run_dir)})
 
 
 def _figures(name: str, state: str, summary: RunSummary) -> dict[str, Any]:

@@ -19,6 +19,7 @@ A (task, trial) whose final attempt made no model call (it failed before, or nee
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -178,6 +179,7 @@ def build_trajectory(source: RunSource, result: RunResult, calls: Calls) -> dict
             "error": result.error, "error_phase": result.error_phase, "metrics": dict(result.metrics),
             "final_answer": result.final_answer, "other_role_calls": others,
             "retried_attempts": len(source.retried.get((result.task_id, result.trial), ())),
+            **({"findings": [dataclasses.asdict(f) for f in found]} if (found := source.findings(result)) else {}),
         }},
     }
 

@@ -9,13 +9,15 @@ What maps to what:
 * each (task, trial) → a sample (``id`` = task, ``epoch`` = trial) holding the conversation of its final attempt
   (messages with tool calls and results), one model event per call (input, output, tokens, time, error), its
   scores, its usage, and for a result that is not ``COMPLETED`` an ``error`` (the status, phase and message),
-  so it shows as errored; retried attempts are its ``error_retries``.
+  so it shows as errored; retried attempts are its ``error_retries``; the scanners' findings of the attempt
+  (``agentcompass scan``) are its ``metadata["findings"]`` (never a score).
 
 ``inspect_ai`` is an optional dependency of this plugin (``pip install agentcompass-export[inspect]``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -150,6 +152,11 @@ def _event(call: Mapping[str, Any], model: str, inputs: _Inputs) -> Any:
     )
 
 
+def _findings(source: RunSource, result: RunResult) -> list[dict[str, Any]]:
+    """The scanners' findings of the sample's attempt, as JSON (what ``scans.jsonl`` holds)."""
+    return [dataclasses.asdict(f) for f in source.findings(result)]
+
+
 def _error_text(result: RunResult) -> str:
     return f"{result.status.value} in {result.error_phase or 'run'}: {result.error or '(no message)'}"
 
@@ -190,7 +197,8 @@ def _sample(source: RunSource, result: RunResult, calls: Calls) -> EvalSample:
         if completed else None,
         metadata={"category": result.category, "status": result.status.value, "attempt": result.attempt,
                   "seed": result.seed, "error_phase": result.error_phase, "timings": dict(result.timings),
-                  "final_answer": result.final_answer},
+                  "final_answer": result.final_answer,
+                  **({"findings": findings} if (findings := _findings(source, result)) else {})},
         events=[_event(c, roles.get(str(c.get("role")), str(c.get("model"))), inputs) for c in calls],
         model_usage={k: _usage(int(p or 0), int(c or 0), x) for k, (p, c, x) in by_model.items()},
         role_usage={k: _usage(int(p or 0), int(c or 0), x) for k, (p, c, x) in by_role.items()},

@@ -3,8 +3,9 @@ calls of each (task, trial)'s final attempt — a thin adapter over the core's p
 (:class:`agentcompass.runtime.run_reader.RunReader`), which validates the records, skips damaged lines with a warning
 naming file and line, and passes a torn last line over. Results become the public
 :class:`~agentcompass.runtime.RunResult`; ``run.json`` and ``summary.json`` are read as :class:`Record` objects.
-Nothing in the directory is changed. Trajectories are read per (task, trial) from their byte ranges, so only one
-(task, trial)'s calls are held at a time, whatever the size of the run.
+The scanners' findings (``scans.jsonl``) are read by attempt. Nothing in the directory is changed. Trajectories
+are read per (task, trial) from their byte ranges, so only one (task, trial)'s calls are held at a time, whatever
+the size of the run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import attrs
 from agentcompass.errors import ResultsError
 from agentcompass.runtime import RunResult, TaskStatus
 from agentcompass.runtime.run_reader import SUMMARY, RunReader, read_json_file
+from agentcompass.runtime.scanning import Finding, read_findings
 
 Key = tuple[str, int]
 #: The model calls of one attempt, in the order they were made (``trajectories.jsonl`` lines).
@@ -92,6 +94,7 @@ class RunSource:
     reader: RunReader
     #: What reading found damaged (a line per problem, naming file and line).
     warnings: list[str] = attrs.field(factory=list)
+    _findings: dict[tuple[str, int, int], list[Finding]] | None = None
 
     @classmethod
     def open(cls, path: Path) -> RunSource:
@@ -113,6 +116,14 @@ class RunSource:
             if attempts:
                 retried[key] = sorted(attempts, key=lambda r: r.attempt)
         return cls(path, info, summary, results, retried, reader, warnings)
+
+    def findings(self, result: RunResult) -> list[Finding]:
+        """The scanners' findings of ``result``'s attempt (``scans.jsonl``; none when the run was not scanned)."""
+        if self._findings is None:
+            self._findings = {}
+            for f in read_findings(self.path):
+                self._findings.setdefault((f.task_id, f.trial, f.attempt), []).append(f)
+        return self._findings.get((result.task_id, result.trial, result.attempt), [])
 
     @property
     def roles(self) -> Mapping[str, str]:

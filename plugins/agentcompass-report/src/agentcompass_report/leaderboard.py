@@ -87,6 +87,13 @@ def _difference(cell: dict[str, Any], baseline: str) -> str:
             f'</span>')
 
 
+def _flags(flagged: int | None) -> str:
+    """A cell's flag count: the attempts a scanner flagged, or a dash for a cell not scanned."""
+    if flagged is None:
+        return '<span class="muted" title="not scanned">–</span>'
+    return f'<span class="errtext">{flagged}</span>' if flagged else "0"
+
+
 def _bench_section(bench: dict[str, Any]) -> str:
     cells = bench["cells"]
     bounds = [v for c in cells for v in ([c["mean"]] if c["mean"] is not None else []) + (c["ci95"] or [])]
@@ -110,7 +117,8 @@ def _bench_section(bench: dict[str, Any]) -> str:
             f'<td class="num mean">{_num(c["mean"])}</td>'
             f'<td class="num ci">{ci_text}</td>'
             f'<td class="cibar">{_bar(c["mean"], ci, low, high)}</td>'
-            f'<td class="num">{passk_text}</td><td class="num errors">{errors}</td><td class="num">{c["tokens"]:,}</td>'
+            f'<td class="num">{passk_text}</td><td class="num errors">{errors}</td>'
+            f'<td class="num flagged">{_flags(c.get("flagged"))}</td><td class="num">{c["tokens"]:,}</td>'
             f'<td class="num">{cost}</td><td class="num">{c["duration_s"]:.1f}</td>'
             f'<td class="difference">{_difference(c, bench["baseline"])}</td></tr>')
     return (f'<section class="benchmark" data-benchmark="{_e(bench["benchmark"])}">'
@@ -118,7 +126,9 @@ def _bench_section(bench: dict[str, Any]) -> str:
             f'({_e(bench["primary_metric"])}); paired differences vs <b>{_e(bench["baseline"])}</b></span></h2>'
             '<div class="xscroll"><table class="grid lb"><thead><tr><th class="num">#</th><th>cell</th>'
             '<th>harness</th><th>model</th><th class="num">mean</th><th class="num">95% CI</th><th></th>'
-            '<th class="num">pass^k</th><th class="num">errors</th><th class="num">tokens</th>'
+            '<th class="num">pass^k</th><th class="num">errors</th>'
+            '<th class="num" title="attempts a transcript scanner flagged (agentcompass scan)">flagged</th>'
+            '<th class="num">tokens</th>'
             '<th class="num">cost USD</th><th class="num">time s</th><th>difference vs baseline [95% CI] · MDE</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>')
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentcompass.runtime.metrics import MetricContract, aggregate, contract_from_json, verdict_stability
 from agentcompass.runtime.run_reader import Key, RunReader
+from agentcompass.runtime.scanning import Finding, read_findings
 from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunResult, TaskStatus
 
@@ -24,7 +25,7 @@ from agentcompass_report.conversation import REPORT_CAPS, Caps, capped, conversa
 
 #: The fields of a task row, in order.
 ROW_COLUMNS = ("task_id", "trial", "category", "status", "score", "error", "phase", "attempt", "seconds", "calls",
-               "tokens", "cost", "answer")
+               "tokens", "cost", "answer", "flags")
 #: The status of a row for planned work without a final record (not a task status: nothing was recorded).
 UNFINISHED = "UNFINISHED"
 #: Characters of an error or answer a row carries (the detail has the whole text, within its caps).
@@ -125,7 +126,20 @@ def _short(value: Any) -> str:
     return shorten(value, ROW_TEXT)
 
 
-def row(data: Mapping[str, Any], primary: str) -> list[Any]:
+def findings_by_attempt(files: RunReader) -> dict[tuple[str, int, int], list[Finding]]:
+    """The scanners' findings of the run (``scans.jsonl``), by (task, trial, attempt)."""
+    out: dict[tuple[str, int, int], list[Finding]] = {}
+    for f in read_findings(files.path):
+        out.setdefault((f.task_id, f.trial, f.attempt), []).append(f)
+    return out
+
+
+def flags_of(findings: list[Finding]) -> str | None:
+    """A row's ``flags``: the scanners that flagged its attempt, by name (``None`` when none did)."""
+    return ", ".join(sorted({f.scanner for f in findings})) or None
+
+
+def row(data: Mapping[str, Any], primary: str, findings: list[Finding] | None = None) -> list[Any]:
     """One task row (the fields of :data:`ROW_COLUMNS`)."""
     models = (data.get("usage") or {}).get("models") or {}
     calls = sum(int(u.get("calls", 0)) for u in models.values() if isinstance(u, Mapping))
@@ -136,13 +150,15 @@ def row(data: Mapping[str, Any], primary: str) -> list[Any]:
     return [data["task_id"], data.get("trial", 1), data.get("category"), data["status"],
             score if type(score) in (int, float) else None, _short(data.get("error")), data.get("error_phase"),
             data.get("attempt", 1), seconds if type(seconds) in (int, float) else None, calls, tokens,
-            total_cost(models) if models else None, _short(data.get("final_answer"))]
+            total_cost(models) if models else None, _short(data.get("final_answer")), flags_of(findings or [])]
 
 
 def rows(files: RunReader) -> list[list[Any]]:
     """A row per final result (in the order read, so a live view can fetch them incrementally)."""
     primary = contract_of(files.info).primary
-    return [row(d, primary) for d in files.results.values()]
+    found = findings_by_attempt(files)
+    return [row(d, primary, found.get((d["task_id"], d.get("trial", 1), d.get("attempt", 1))))
+            for d in files.results.values()]
 
 
 def unfinished_rows(files: RunReader) -> list[list[Any]]:
@@ -167,14 +183,17 @@ def _attempt_view(data: Mapping[str, Any], caps: Caps) -> dict[str, Any]:
 
 
 def detail(files: RunReader, key: Key, caps: Caps = REPORT_CAPS) -> dict[str, Any] | None:
-    """What a task's own view shows: its final result, earlier attempts and conversation (every attempt)."""
+    """What a task's own view shows: its final result, earlier attempts and conversation (every attempt), and
+    the scanners' findings of its final attempt (shown beside the conversation)."""
     data = files.results.get(key)
     if data is None:
         return None
+    attempt = (key[0], key[1], data.get("attempt", 1))
     return {
         "result": _attempt_view(data, caps),
         "attempts": [_attempt_view(a, caps) for a in files.attempts.get(key, [])],
         "conversation": conversation(files.trajectory(key), caps),
+        "findings": [dataclasses.asdict(f) for f in findings_by_attempt(files).get(attempt, [])],
     }
 
 

@@ -22,7 +22,7 @@
   var runs = DATA.runs;             // [{header, summary, live, columns, rows, warnings}]
   var records = [];                 // per run: rows as objects
   var table = null;                 // the table's rows: single run → records[0]; several → merged
-  var view = { status: "", category: "", text: "", sort: null, desc: false };
+  var view = { status: "", category: "", flag: "", text: "", sort: null, desc: false };
   var filtered = [];
   var detailCache = {};
   var lastVersion = null;
@@ -131,7 +131,7 @@
       m.statuses = [];
       for (var r = 0; r < runs.length; r++) {
         var c = m.cells[r];
-        if (c) { parts.push(c.error || "", c.answer || ""); m.statuses.push(c.status); }
+        if (c) { parts.push(c.error || "", c.answer || ""); m.statuses.push(c.status); if (c.flags) m.flags = m.flags ? m.flags + ", " + c.flags : c.flags; }
         m["score" + r] = c ? (isError(c.status) ? 0 : c.score) : null;
         m["status" + r] = c ? c.status : null;
       }
@@ -526,6 +526,7 @@
     if (!multi) {
       cols.push({ key: "status", label: "status", w: "120px" },
         { key: "score", label: labelOf(runs[0], primaryOf(runs[0])), w: "80px", num: true },
+        { key: "flags", label: "flags", w: "minmax(90px, 1fr)" },
         { key: "error", label: "error (phase) / answer", w: "minmax(200px, 3fr)" },
         { key: "attempt", label: "attempts", w: "70px", num: true },
         { key: "seconds", label: "time", w: "70px", num: true },
@@ -542,7 +543,8 @@
     return cols;
   }
   var COLS = null;
-  var statusSel, catSel, headHost;
+  var statusSel, catSel, flagSel, headHost;
+  function flagList(flags) { return flags ? String(flags).split(", ") : []; }
   function options(select, first, values) {
     // Replace a select's options, keeping its element (and focus) and its value when it still exists.
     var keep = select.value;
@@ -558,7 +560,10 @@
     records.forEach(function (recs) { recs.forEach(function (o) { statuses[o.status] = 1; if (o.category) cats[o.category] = 1; }); });
     options(statusSel, [["", "every status"], ["ERROR", "any error"]], Object.keys(statuses).sort());
     options(catSel, [["", "every category"]], Object.keys(cats).sort());
-    view.status = statusSel.value; view.category = catSel.value;
+    var scanners = {};
+    records.forEach(function (recs) { recs.forEach(function (o) { flagList(o.flags).forEach(function (f) { scanners[f] = 1; }); }); });
+    options(flagSel, [["", "flagged or not"], ["FLAGGED", "any flag"], ["UNFLAGGED", "no flag"]], Object.keys(scanners).sort());
+    view.status = statusSel.value; view.category = catSel.value; view.flag = flagSel.value;
   }
   function renderHead() {
     COLS = columns();
@@ -574,6 +579,7 @@
     tableHost.textContent = "";
     statusSel = el("select", { id: "filter-status", "aria-label": "status", on: { change: function (e) { view.status = e.target.value; applyFilter(); } } });
     catSel = el("select", { id: "filter-category", "aria-label": "category", on: { change: function (e) { view.category = e.target.value; applyFilter(); } } });
+    flagSel = el("select", { id: "filter-flag", "aria-label": "scanner flags", on: { change: function (e) { view.flag = e.target.value; applyFilter(); } } });
     var timer = null;
     var text = el("input", { id: "filter-text", type: "search", placeholder: "filter by task, error or answer text",
       on: { input: function (e) { clearTimeout(timer); var v = e.target.value; timer = setTimeout(function () { view.text = v.toLowerCase(); applyFilter(); }, 60); } } });
@@ -584,7 +590,7 @@
     scrollBox.appendChild(spacer);
     scrollBox.addEventListener("scroll", scheduleRows);
     tableHost.appendChild(el("h2", { text: "Tasks" }));
-    tableHost.appendChild(el("div", { cls: "filters" }, [statusSel, catSel, text, countEl,
+    tableHost.appendChild(el("div", { cls: "filters" }, [statusSel, catSel, flagSel, text, countEl,
       el("span", { cls: "muted small", text: "click a column to sort, a task to see its conversation" })]));
     tableHost.appendChild(el("div", { cls: "tasks" }, [headHost, scrollBox]));
     refreshFilterOptions();
@@ -593,6 +599,10 @@
   }
   function matches(o) {
     if (view.category && o.category !== view.category) return false;
+    if (view.flag) {
+      var fl = flagList(o.flags);
+      if (view.flag === "FLAGGED" ? !fl.length : view.flag === "UNFLAGGED" ? fl.length : fl.indexOf(view.flag) < 0) return false;
+    }
     if (view.status) {
       var st = runs.length > 1 ? o.statuses : [o.status];
       var ok = st.some(function (s) { return view.status === "ERROR" ? isError(s) : s === view.status; });
@@ -642,6 +652,7 @@
       d.title = d.textContent;
       return d;
     }
+    if (c.key === "flags") { d.className = v ? "errtext" : "muted"; d.textContent = v || ""; d.title = v || ""; return d; }
     if (c.key === "seconds") { d.textContent = fmtSeconds(v); return d; }
     if (c.key === "cost") { d.textContent = v == null ? "–" : fmtCost(v); return d; }
     if (c.key === "tokens" || c.key === "calls") { d.textContent = fmtInt(v); return d; }
@@ -772,7 +783,21 @@
           el("td", { cls: "num", text: fmtInt(u.completion_tokens) }), el("td", { cls: "num", text: fmtSeconds(u.latency_s) }),
           el("td", { cls: "num", text: fmtInt(u.errors) }), el("td", { cls: "num", text: u.cost_usd == null ? "unknown" : fmtCost(u.cost_usd) })]); }))]));
     }
+    renderFindings(col, d.findings || []);
     renderConversation(col, d.conversation || { calls: [] });
+  }
+  function renderFindings(col, findings) {
+    // The scanners' findings of the final attempt (scans.jsonl), beside the conversation they point into.
+    if (!findings.length) return;
+    col.appendChild(el("h3", { text: "Flagged by the scanners (" + findings.length + ")" }));
+    col.appendChild(el("ul", { cls: "box err", id: "detail-findings" }, findings.map(function (f) {
+      var ev = (f.evidence || [])[0] || {};
+      var where = ev.where ? ev.where + (ev.index != null ? " " + ev.index : ev.path ? " " + ev.path : "") : "";
+      return el("li", { "data-scanner": f.scanner }, [
+        el("b", { text: f.scanner }), " ", el("span", { cls: "chip", text: f.severity }), " " + f.reason,
+        where ? el("span", { cls: "muted", text: " (" + where + ")" }) : null,
+        ev.excerpt ? el("pre", { text: ev.excerpt }) : null]);
+    })));
   }
   function renderConversation(col, conv) {
     col.appendChild(el("h3", { text: "Trajectory: " + plural(conv.calls.length, "model call") }));
