@@ -66,7 +66,7 @@ def test_a_remote_attempts_phase_changes_and_model_calls_reach_the_head_as_they_
     seen = records(events)
     for task_id in {e["task_id"] for e in seen}:
         mine = [e for e in seen if e["task_id"] == task_id]
-        kinds = [e["phase"] if e["event"] == "task.phase" else e["kind"] if e["kind"] == "model_call"
+        kinds = ["model_call" if e["kind"] == "model_call" else e["phase"] if e["event"] == "task.phase"
                  else e["event"] for e in mine]
         # Each phase once (heard live, not replayed at the end), in order; the calls while it ran; then the end.
         assert [k for k in kinds if k != "model_call"] == [
@@ -185,5 +185,8 @@ def test_a_cluster_run_replays_offline_and_a_shared_cache_answers_the_second_run
     assert comparable(tmp_path / "replayed") == comparable(tmp_path / "first")
     (finished,) = log_events(tmp_path / "replayed", "ray.finished")
     assert sum(finished["attempts_by_node"].values()) == 11
-    replies = [c["response"] for c in records(tmp_path / "replayed" / "trajectories.jsonl")]
-    assert replies == [c["response"] for c in records(tmp_path / "first" / "trajectories.jsonl")] and replies
+    def replies(run: str) -> list[tuple[Any, ...]]:
+        calls = records(tmp_path / run / "trajectories.jsonl")
+        return sorted((c["task_id"], c["trial"], c["attempt"], c["index"], repr(c["response"])) for c in calls)
+
+    assert replies("replayed") == replies("first") and replies("first")

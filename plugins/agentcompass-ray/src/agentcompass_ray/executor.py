@@ -75,9 +75,9 @@ async def _settled(ref: Any) -> None:
         future.exception()  # retrieved: a cancelled task's error is expected
 
 
-async def _follow(stream: Any, grant: RemoteGrant) -> RemoteOutcome:
+async def _follow(stream: Any, grant: RemoteGrant) -> RemoteOutcome | None:
     """Follow a remote attempt's stream: each phase change reaches the head's observers as it comes (in
-    order), then its outcome is returned."""
+    order), then its outcome is returned (``None`` if the stream ended without one)."""
     async for ref in stream:
         # Through a concurrent future: on a busy loop it resolves sooner than awaiting the ref itself.
         kind, value = await asyncio.wrap_future(ref.future())
@@ -85,7 +85,7 @@ async def _follow(stream: Any, grant: RemoteGrant) -> RemoteOutcome:
             grant.phase(*value)
         else:
             return value
-    raise RuntimeError("the attempt's stream ended without an outcome")
+    return None
 
 
 def _short(exc: BaseException) -> str:
@@ -110,6 +110,8 @@ class RayExecutor(Executor):
         self._changed = asyncio.Condition()
         self._replenishing: asyncio.Task[None] | None = None
         self._growing = asyncio.Lock()
+        #: Nodes that joined but cannot run this run (a plugin missing): not tried again.
+        self._refused: set[str] = set()
         #: Attempts sent to each node (by address), for the run's log.
         self._dispatched: dict[str, int] = {}
 
@@ -259,6 +261,8 @@ class RayExecutor(Executor):
                 outcome = grant.fail(f"the Ray worker on node {actor.node.address} failed: {_short(exc)}")
             else:
                 try:
+                    if returned is None:
+                        raise RuntimeError("the worker's stream ended without an outcome")
                     outcome = grant.finish(returned)
                 except Exception as exc:  # e.g. artifacts that cannot be written here
                     outcome = grant.fail(f"recording the attempt failed: {_short(exc)}", retryable=False)
@@ -319,7 +323,7 @@ class RayExecutor(Executor):
                 missing = self._wanted - sum(a.node.slots for a in live)
                 if missing <= 0:
                     return False
-                taken = {a.node.node_id for a in live}
+                taken = {a.node.node_id for a in live} | self._refused
                 nodes = [n for n in await asyncio.to_thread(alive_nodes) if n["NodeID"] not in taken]
                 fresh = [self._spawn(node) for node in plan_slots(nodes, self._demand, missing)]
                 if not fresh:
@@ -332,6 +336,8 @@ class RayExecutor(Executor):
                                 problems=problems)
                     for a in fresh:
                         ray.kill(a.handle)
+                    if event == "ray.nodes_joined":  # not asked again in this run
+                        self._refused |= {a.node.node_id for a in fresh}
                     return False
                 async with self._changed:
                     self._actors = [*(a for a in self._actors if a.alive or a.busy), *fresh]
