@@ -18,9 +18,13 @@ Prints, per executor (each case repeated ``--repeat`` times; the range is shown)
     of its protocol): the time to first token of a streamed call made at a worker's relay gateway (node → head
     over the worker's WebSocket, served by the head's gateway) minus the same call made at the head's gateway
     directly; median of ``--ttft-calls`` calls (target ≤ 5 ms). Measured in one process over loopback (the
-    transport itself; no Ray cluster).
+    transport itself; no Ray cluster);
+  * scaling (a cluster of its own: a head that runs no attempt, worker nodes of ``--per-node`` CPUs, so each
+    holds that many attempts at once): ``--scaling-n`` tasks at 1 s model latency and concurrency 2·per-node, on
+    one worker node, then on two; the two-node run time ÷ the one-node run time (target ≤ 0.55, ideal 0.5).
 
-Usage: uv run python bench/ray_executor.py [--n 2000] [--repeat 2] [--only overhead|latency|ttft]
+Usage: uv run python bench/ray_executor.py [--n 2000] [--repeat 2] [--only overhead|latency|ttft|scaling]
+       [--ttft-calls 50] [--scaling-n 32] [--per-node 4]
 """
 
 from __future__ import annotations
@@ -180,10 +184,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--only", choices=("overhead", "latency", "ttft"), default=None, help="run one of the cases")
+    parser.add_argument("--only", choices=("overhead", "latency", "ttft", "scaling"), default=None,
+                        help="run one of the cases")
     parser.add_argument("--ttft-calls", type=int, default=50)
+    parser.add_argument("--scaling-n", type=int, default=32, help="tasks of the scaling case")
+    parser.add_argument("--per-node", type=int, default=4, help="attempts a worker node holds at once (scaling)")
     args = parser.parse_args()
-    if args.only != "overhead" and args.only != "latency":
+    if args.only in (None, "ttft"):
         import asyncio
 
         asyncio.run(ttft_case(args.ttft_calls))
@@ -193,6 +200,12 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="acbench", dir="/tmp"))
     site = install_plugin(root)
     pythonpath = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    if args.only == "scaling":
+        try:
+            scaling(root, pythonpath, args.scaling_n, args.per_node)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return
     cluster = LocalCluster(env={"PYTHONPATH": pythonpath})
     print(f"--executor ray vs local — N={n} tasks × K={K} in-process mock calls, local environment; "
           f"two-node loopback cluster (head 127.0.0.2, worker 127.0.0.3); {repeat} runs per case")
@@ -231,7 +244,41 @@ def main() -> None:
                   + ("  (target ≤ 1.3)" if name == "ray" else ""))
     finally:
         cluster.stop()
+    try:
+        if args.only is None:
+            scaling(root, pythonpath, args.scaling_n, args.per_node)
+    finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def scaling(root: Path, pythonpath: str, n: int, per_node: int) -> None:
+    """Latency-bound: ``n`` tasks, K calls each of 1 s, concurrency 2·per_node, on one worker node then two."""
+    latency, concurrency = 1.0, 2 * per_node
+    cluster = LocalCluster(env={"PYTHONPATH": pythonpath})
+    print(f"scaling — N={n} tasks × K={K} mock calls of {latency:g} s, concurrency {concurrency}; worker nodes "
+          f"of {per_node} CPUs (num_cpus=1 an attempt: {per_node} at once each), a head that runs none; "
+          f"load before: {os.getloadavg()[0]:.1f}")
+    try:
+        # Both worker nodes from the start (a node started under load may time out); the one-node run reserves a
+        # resource only the first has.
+        cluster.start_head("127.0.0.2", cpus=0)
+        cluster.add_worker("127.0.0.3", cpus=per_node, resources={"bench": per_node, "bench_first": per_node})
+        cluster.add_worker("127.0.0.4", cpus=per_node, resources={"bench": per_node})
+        cluster.wait_for(3)
+        env = {**os.environ, "PYTHONPATH": pythonpath, **cluster.driver_env()}
+        extra = ["--executor", "ray", "--executor-arg", f"address={cluster.address}",
+                 "--executor-arg", "node_ip=127.0.0.2"]
+        measured = {}
+        for nodes, resource in ((1, "bench_first"), (2, "bench")):
+            reserve = ["--executor-arg", f'resources={{"{resource}": 1}}']
+            run_s, wall = run(n, concurrency, latency, env, [*extra, *reserve], root / f"scaling-{nodes}")
+            measured[nodes] = run_s
+            ideal = n * K * latency / (per_node * nodes)
+            print(f"  {nodes} worker node(s): run {run_s:.2f} s (ideal {ideal:.2f} s), whole process {wall:.2f} s, "
+                  f"load {os.getloadavg()[0]:.1f}")
+        print(f"  → two nodes ÷ one node: {measured[2] / measured[1]:.3f}  (target ≤ 0.55, ideal 0.5)")
+    finally:
+        cluster.stop()
 
 
 if __name__ == "__main__":

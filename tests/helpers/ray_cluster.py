@@ -45,6 +45,18 @@ class Node:
     temp_dir: Path
     process: subprocess.Popen[bytes]
     log: Path
+    argv: list[str] = attrs.field(factory=list)
+    env: dict[str, str] = attrs.field(factory=dict)
+    restarts: int = 0
+
+    def restart(self) -> None:
+        """Start the node again, the same way (Ray gives a node 30 s to register, which a loaded machine may
+        take longer than)."""
+        self.kill()
+        self.restarts += 1
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                            start_new_session=True, cwd=self.temp_dir.parent)
 
     def pids(self) -> set[int]:
         """This node's processes: its ``ray start`` and every descendant (raylet, workers, ...)."""
@@ -151,7 +163,7 @@ class LocalCluster:
         with log.open("wb") as out:
             process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                        start_new_session=True, cwd=self.root)
-        node = Node(ip, temp, process, log)
+        node = Node(ip, temp, process, log, argv, env)
         self.nodes.append(node)
         return node
 
@@ -166,7 +178,7 @@ class LocalCluster:
         """A worker node; ``env``: variables its processes get besides (e.g. ``DOCKER_HOST``: its own engine)."""
         return self._start(f"worker-{ip}", ip, ["--address", self.address], cpus, resources or {}, env)
 
-    def wait_for(self, n_nodes: int, timeout: float = 90.0) -> None:
+    def wait_for(self, n_nodes: int, timeout: float = 180.0) -> None:
         """Wait until ``n_nodes`` nodes are alive (asked through a throw-away driver process)."""
         script = ("import ray, sys; ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2], "
                   "log_to_driver=False, logging_level='ERROR'); print(sum(n['Alive'] for n in ray.nodes()))")
@@ -175,6 +187,10 @@ class LocalCluster:
         while time.monotonic() < deadline:
             for node in self.nodes:
                 if node.process.poll() is not None:
+                    said = node.log.read_text()[-3000:]
+                    if node.restarts < 2 and ("timed out during startup" in said or "No node info" in said):
+                        node.restart()
+                        continue
                     raise RuntimeError(f"ray node {node.ip} exited: {node.log.read_text()[-2000:]}")
             try:
                 probe = subprocess.run([sys.executable, "-c", script, self.address, self.head.ip],

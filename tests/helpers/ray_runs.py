@@ -34,9 +34,10 @@ def run_cli(cluster: LocalCluster | None, *args: str, env: dict[str, str] | None
                           timeout=timeout, env=full_env, preexec_fn=default_signals)
 
 
-def start_cli(cluster: LocalCluster, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def start_cli(cluster: LocalCluster, *args: str, env: dict[str, str] | None = None,
+              testing: bool = False) -> subprocess.Popen[str]:
     full_env = {**os.environ, **cluster.driver_env(), **(env or {})}
-    return subprocess.Popen(cli_argv(*args), cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen(cli_argv(*args, testing=testing), cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=full_env, preexec_fn=default_signals)
 
 

@@ -31,6 +31,12 @@ class PickledRemote(Executor):
     name = "pickled"
     remote = True
     sent: list[bytes] = []
+    #: Pass each phase change to the head as it happens (``grant.phase``), as the Ray executor does.
+    live = False
+    #: Attempts (task, trial, attempt) whose worker has returned.
+    returned: set[tuple[str, int, int]] = set()
+    #: Attempts on the worker side now, and the most at once.
+    running = [0, 0]
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -49,7 +55,14 @@ class PickledRemote(Executor):
                 grant = context.grant_remote(spec, url)
                 wire = pickle.dumps(grant.attempt)
                 PickledRemote.sent.append(wire)
-                returned = await self.worker.run(pickle.loads(wire))  # type: ignore[union-attr]
+                told = grant.phase if self.live else None
+                PickledRemote.running[0] += 1
+                PickledRemote.running[1] = max(PickledRemote.running)
+                try:
+                    returned = await self.worker.run(pickle.loads(wire), told)  # type: ignore[union-attr]
+                finally:
+                    PickledRemote.running[0] -= 1
+                PickledRemote.returned.add(spec.key)
                 attempts.report(grant.finish(pickle.loads(pickle.dumps(returned))))
 
         await asyncio.gather(*(loop() for _ in range(context.request.schedule.concurrency)))
@@ -65,9 +78,11 @@ class Plugin:
         register("pickled", PickledRemote)
 
 
-def run(request: RunRequest, run_dir: Path) -> Any:
+def run(request: RunRequest, run_dir: Path, *observers: object) -> Any:
     host = load_plugins()
     host.add_plugin(Plugin(), "pickled")
+    for i, observer in enumerate(observers):
+        host.add_plugin(observer, f"observer-{i}")
     return asyncio.run(Runner(host, request, run_dir=run_dir, handle_signals=False).run())
 
 
@@ -190,3 +205,54 @@ def test_an_anthropic_client_in_a_remote_attempt_is_passed_through_streamed_and_
     else:
         assert "max_tokens_per_task=60" in printed["error"] and 0 < len(printed["text"]) < len(answer), printed
         assert outcome.summary.status_counts == {"LIMIT_REACHED": 1}
+
+
+class PhaseLog:
+    """Each phase event of the run, with whether its attempt's worker had returned when it came."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[tuple[str, int, int], str, bool]] = []
+
+    @hookimpl
+    def agentcompass_task_event(self, event: Any) -> None:
+        if event.event == "task.phase":
+            key = (event.task_id, event.trial, event.attempt)
+            self.seen.append((key, event.phase, key in PickledRemote.returned))
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_phase_changes_told_live_reach_observers_while_the_attempt_runs_and_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live: bool) -> None:
+    monkeypatch.setattr(PickledRemote, "live", live)
+    PickledRemote.returned.clear()
+    phases = PhaseLog()
+    request = RunRequest(benchmark="example_interactive", harness="none", model="mock").with_options(
+        executor="pickled", concurrency=3, limit=4)
+    outcome = run(request, tmp_path / "run", phases)
+    assert outcome.summary.status_counts == {"COMPLETED": 4}
+    keys = {key for key, _, _ in phases.seen}
+    assert len(keys) == 4
+    for key in keys:
+        mine = [(phase, after) for k, phase, after in phases.seen if k == key]
+        # Every phase once, in order: told live, not replayed when the outcome comes back.
+        assert [phase for phase, _ in mine] == ["PREPARING", "RUNNING", "COLLECTING", "EVALUATING", "FINISHED"]
+        # Live, each came while the worker still ran the attempt; without grant.phase, the outcome brings them.
+        assert {after for _, after in mine} == {not live}
+
+
+def test_a_suites_shared_concurrency_binds_a_remote_executor(tmp_path: Path) -> None:
+    from agentcompass.suites.cell_state import SuiteDirectory
+    from agentcompass.suites.scheduler import SuiteRunner
+    from agentcompass.suites.suite_file import expand
+
+    PickledRemote.running[:] = [0, 0]
+    host = load_plugins()
+    host.add_plugin(Plugin(), "pickled")
+    grid = {"defaults": {"benchmark": "example_interactive", "harness": "none", "model": "mock",
+                         "model_args": {"latency": "0.05"}, "executor": "pickled", "concurrency": 3, "limit": 4},
+            "run": [{"name": f"c{i}", "seed": i} for i in range(4)]}
+    runner = SuiteRunner(host, SuiteDirectory(tmp_path / "s"), concurrency=2, handle_signals=False)
+    outcome = asyncio.run(runner.run(expand(grid, "s.toml")))
+    assert [c.state for c in outcome.cells] == ["finished"] * 4
+    # Four cells of three workers each: never more than the suite's two attempts on the worker side at once.
+    assert PickledRemote.running == [0, 2]

@@ -66,12 +66,20 @@ class HeadGrant:
     attempt: RemoteAttempt
     meter: TaskMeter
     _revoke: Callable[[], None]
+    #: Phase changes already passed to the observers as they happened (:meth:`phase`).
+    _told: int = 0
+
+    def phase(self, previous: str, new: str) -> None:
+        """A phase change the worker reported while the attempt runs: the observers hear it now, and
+        :meth:`finish` does not replay it."""
+        self._told += 1
+        self.context.on_transition(self.spec, Phase(previous), Phase(new))
 
     def finish(self, remote: RemoteOutcome) -> AttemptOutcome:
         self._end("the attempt ended before the call did")
         spec, outcome = self.spec, remote.outcome
         unpack_dir(remote.artifacts, self.context.artifacts_root(spec.task.task_id, spec.trial, spec.attempt))
-        for previous, new in remote.transitions:
+        for previous, new in remote.transitions[self._told:]:  # those not heard live
             self.context.on_transition(spec, Phase(previous), Phase(new))
         meter = self.meter
         result = outcome.result

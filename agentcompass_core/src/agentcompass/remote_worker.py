@@ -104,20 +104,29 @@ class AttemptWorker:
         self.base_url, self.gateway_env = self.provider.gateway_address(
             host=self.gateway.host, port=self.gateway.port, unix_socket=self.gateway.unix_socket)
 
-    async def run(self, attempt: RemoteAttempt) -> RemoteOutcome:
-        """Run one attempt through the ordinary lifecycle; its artifacts come back as a tar archive."""
+    async def run(self, attempt: RemoteAttempt,
+                  on_transition: Callable[[str, str], None] | None = None) -> RemoteOutcome:
+        """Run one attempt through the ordinary lifecycle; its artifacts come back as a tar archive.
+        ``on_transition(previous, phase)`` hears each phase change as it happens (to send it to the head
+        while the attempt runs); the outcome carries them all as well."""
         spec = replace(attempt.spec, gateway_env=dict(self.gateway_env))
         key = f"{spec.task.task_id}-{spec.trial}-{spec.attempt}-{id(attempt)}"
         scratch = self._scratch / key
         artifacts, source = scratch / "artifacts", scratch / "source"
         transitions: list[tuple[str, str]] = []
+
+        def transition(s: AttemptSpec, prev: Any, new: Any) -> None:
+            transitions.append((prev.value, new.value))
+            if on_transition is not None:
+                on_transition(prev.value, new.value)
+
         if attempt.source_artifacts:
             await asyncio.to_thread(unpack_dir, attempt.source_artifacts, source)
         context = InProcessContext(
             request=spec.request, benchmark=self.benchmark, harness=self.harness, provider=self.provider,
             models=RelayAccess(self, attempt.endpoints),
             artifacts_root=lambda task_id, trial, n: artifacts,
-            on_transition=lambda s, prev, new: transitions.append((prev.value, new.value)),
+            on_transition=transition,
             source_artifacts=(lambda task_id, trial, n: source) if attempt.source_artifacts else None,
             live_sessions=self.live_sessions,
         )

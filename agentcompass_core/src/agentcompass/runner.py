@@ -348,9 +348,13 @@ class Runner:
 
         self.host.notify("agentcompass_run_started", run_id=req.run_id, request=req, run_dir=str(store.path),
                          n_work=len(run.work), n_finished=run.n_finished_before, figures=figures)
+        # Attempts that run elsewhere hold the shared slots while the executor has them (here: in run_attempt).
+        held = capacity.hold(queue) if capacity is not None and resolved.executor.remote else None
         try:
-            await resolved.executor.execute(queue, run.context)
+            await resolved.executor.execute(held or queue, run.context)
         finally:
+            if held is not None:
+                held.release()
             # Attempts an interruption (or a broken executor) left unreported, with the calls they made.
             queue.record_cancelled(run.context.live_meters)
 

@@ -7,7 +7,9 @@ On the head, which keeps the run directory, the gateway and the provider credent
     ...                                                # ship it; on the worker:
     worker = AttemptWorker(sent.spec.request)          # plugins from the worker's installed entry points
     await worker.setup(specs)
-    returned = await worker.run(sent)                  # RemoteOutcome: outcome, artifacts, phase changes
+    returned = await worker.run(sent, on_transition)   # RemoteOutcome: outcome, artifacts, phase changes
+    ...                                                # each phase change, sent back as it happens:
+    grant.phase(previous, new)                         # the head's observers hear it at once
     ...                                                # ship it back; on the head:
     attempts.report(grant.finish(returned))            # artifacts unpacked, trajectory and usage from the meter
 
@@ -61,10 +63,15 @@ class RemoteGrant(Protocol):
         """What to send to the worker."""
         ...
 
+    def phase(self, previous: str, new: str) -> None:
+        """A phase change (``Phase`` values) the worker reported while the attempt runs, in order: the
+        observers hear it at once."""
+        ...
+
     def finish(self, remote: RemoteOutcome) -> AttemptOutcome:
         """The outcome to report: the worker's result, with the artifacts written into the run directory, the
-        phase changes replayed to observers, and the trajectory, usage and budget refusals as the head's
-        meter saw them (every model call went through the gateway here)."""
+        phase changes not already told through :meth:`phase` replayed to observers, and the trajectory, usage
+        and budget refusals as the head's meter saw them (every model call went through the gateway here)."""
         ...
 
     def fail(self, message: str, *, retryable: bool = True) -> AttemptOutcome:

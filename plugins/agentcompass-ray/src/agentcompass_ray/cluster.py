@@ -50,10 +50,17 @@ class Connection:
     #: Variables set for a local instance (its private token), restored on close.
     saved_env: dict[str, str | None] = attrs.field(factory=dict)
     token_dir: str | None = None
+    #: Runs of this process using it (a suite's cells share one): the last to close leaves.
+    users: int = 1
 
     def close(self) -> None:
         import ray
 
+        self.users -= 1
+        if self.users > 0:
+            return
+        if _shared and _shared[0] is self:
+            _shared.clear()
         if self.joined:
             ray.shutdown()
             self.joined = False
@@ -66,6 +73,10 @@ class Connection:
         if self.token_dir:
             shutil.rmtree(self.token_dir, ignore_errors=True)
             self.token_dir = None
+
+
+#: The connection this process made, while some run uses it.
+_shared: list[Connection] = []
 
 
 def _private_token(connection: Connection) -> None:
@@ -88,6 +99,9 @@ def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -
     import sys
 
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        if _shared:  # another run of this process (a suite's cell) joined: share its membership
+            _shared[0].users += 1
+            return _shared[0]
         return Connection(joined=False)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Under ``uv run`` Ray would ship the working directory to every worker and run them through uv; the
@@ -119,6 +133,7 @@ def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -
         where = f"the Ray cluster at {options.address}" if options.address else "a local Ray instance"
         raise UsageError(f"cannot start or join {where}: {type(exc).__name__}: {exc}") from None
     connection.joined = True
+    _shared[:] = [connection]
     return connection
 
 

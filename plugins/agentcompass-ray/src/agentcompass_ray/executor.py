@@ -23,6 +23,7 @@ import attrs
 from agentcompass.errors import UsageError
 from agentcompass.runtime.executor import AttemptSource, ExecutionContext, Executor
 from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.remote import RemoteGrant, RemoteOutcome
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest
 
 from agentcompass_ray.cluster import (
@@ -39,6 +40,8 @@ from agentcompass_ray.options import RayOptions
 
 #: Seconds an actor gets to close what its attempts left open before it is killed.
 CLOSE_SECONDS = 90.0
+#: How often a run looks for nodes that joined the cluster (while its workers hold fewer slots than it wants).
+NODE_POLL_SECONDS = 2.0
 LOOPBACK_PREFIXES = ("127.", "::1", "localhost")
 
 
@@ -73,6 +76,19 @@ async def _settled(ref: Any) -> None:
         future.exception()  # retrieved: a cancelled task's error is expected
 
 
+async def _follow(stream: Any, grant: RemoteGrant) -> RemoteOutcome | None:
+    """Follow a remote attempt's stream: each phase change reaches the head's observers as it comes (in
+    order), then its outcome is returned (``None`` if the stream ended without one)."""
+    async for ref in stream:
+        # Through a concurrent future: on a busy loop it resolves sooner than awaiting the ref itself.
+        kind, value = await asyncio.wrap_future(ref.future())
+        if kind == "phase":
+            grant.phase(*value)
+        else:
+            return value
+    return None
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
@@ -94,6 +110,9 @@ class RayExecutor(Executor):
         self._wanted = 0
         self._changed = asyncio.Condition()
         self._replenishing: asyncio.Task[None] | None = None
+        self._growing = asyncio.Lock()
+        #: Nodes that joined but cannot run this run (a plugin missing): not tried again.
+        self._refused: set[str] = set()
         #: Attempts sent to each node (by address), for the run's log.
         self._dispatched: dict[str, int] = {}
         #: The run's image build locks (``registry=``), an actor handle.
@@ -187,9 +206,13 @@ class RayExecutor(Executor):
                         hint="the cluster holds fewer attempts at once than asked; lower --executor-arg "
                              "num_cpus= or add nodes")
         workers = [asyncio.create_task(self._worker(attempts, context, url)) for _ in range(self._wanted)]
+        watching = asyncio.create_task(self._watch_nodes())
         try:
             await asyncio.gather(*workers)
         finally:
+            watching.cancel()
+            with contextlib.suppress(BaseException):
+                await watching
             log.info("ray.finished", attempts_by_node=dict(self._dispatched))
             for w in workers:
                 w.cancel()
@@ -222,15 +245,14 @@ class RayExecutor(Executor):
             if actor is None:
                 attempts.report(grant.fail("no Ray worker is left to run it (every node is gone)"))
                 continue
-            ref = actor.handle.run.remote(grant.attempt)
+            stream = actor.handle.run.options(num_returns="streaming").remote(grant.attempt)
             self._dispatched[actor.node.address] = self._dispatched.get(actor.node.address, 0) + 1
             try:
-                # Through a concurrent future: on a busy loop it resolves sooner than awaiting the ref itself.
-                returned = await asyncio.wrap_future(ref.future())
+                returned = await _follow(stream, grant)
             except asyncio.CancelledError:
                 grant.revoke()
-                ray.cancel(ref)
-                await _settled(ref)
+                ray.cancel(stream)
+                await _settled(stream.completed())
                 raise
             except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
                     ray.exceptions.ObjectLostError, ray.exceptions.NodeDiedError) as exc:
@@ -244,6 +266,8 @@ class RayExecutor(Executor):
                 outcome = grant.fail(f"the Ray worker on node {actor.node.address} failed: {_short(exc)}")
             else:
                 try:
+                    if returned is None:
+                        raise RuntimeError("the worker's stream ended without an outcome")
                     outcome = grant.finish(returned)
                 except Exception as exc:  # e.g. artifacts that cannot be written here
                     outcome = grant.fail(f"recording the attempt failed: {_short(exc)}", retryable=False)
@@ -274,36 +298,61 @@ class RayExecutor(Executor):
             self._replenishing = asyncio.create_task(self._start_again())
 
     async def _start_again(self) -> None:
-        import ray
-
-        log = get_logger()
         try:
             for _ in range(3):  # again when another worker died meanwhile
                 await asyncio.sleep(0.5)  # let Ray notice what died with it
-                live = [a for a in self._actors if a.alive]
-                missing = self._wanted - sum(a.node.slots for a in live)
-                if missing <= 0:
+                if not await self._grow("ray.workers_restarted"):
                     return
-                taken = {a.node.node_id for a in live}
-                nodes = [n for n in await asyncio.to_thread(alive_nodes) if n["NodeID"] not in taken]
-                fresh = [self._spawn(node) for node in plan_slots(nodes, self._demand, missing)]
-                if not fresh:
-                    log.warning("ray.restart_failed", error="no live node has room for another worker")
-                    return
-                problems = await self._prepare(fresh, ray)
-                if problems:
-                    log.warning("ray.restart_failed", problems=problems)
-                    for a in fresh:
-                        ray.kill(a.handle)
-                    return
-                self._actors = [*(a for a in self._actors if a.alive or a.busy), *fresh]
-                log.info("ray.workers_restarted", nodes=[a.node.address for a in fresh])
-        except Exception as exc:
-            log.warning("ray.restart_failed", error=_short(exc))
         finally:
             async with self._changed:
                 self._replenishing = None
                 self._changed.notify_all()
+
+    async def _watch_nodes(self) -> None:
+        """While the run lasts: give nodes that join the cluster workers, while the workers hold fewer
+        attempts at once than the run wants."""
+        while True:
+            await asyncio.sleep(NODE_POLL_SECONDS)
+            if self._replenishing is None:
+                await self._grow("ray.nodes_joined")
+
+    async def _grow(self, event: str) -> bool:
+        """Start workers on live nodes without one, for the slots the run wants and the workers lack; whether
+        any started. One growth at a time."""
+        import ray
+
+        log = get_logger()
+        async with self._growing:
+            try:
+                live = [a for a in self._actors if a.alive]
+                missing = self._wanted - sum(a.node.slots for a in live)
+                if missing <= 0:
+                    return False
+                taken = {a.node.node_id for a in live} | self._refused
+                nodes = [n for n in await asyncio.to_thread(alive_nodes) if n["NodeID"] not in taken]
+                fresh = [self._spawn(node) for node in plan_slots(nodes, self._demand, missing)]
+                if not fresh:
+                    if event == "ray.workers_restarted":
+                        log.warning("ray.restart_failed", error="no live node has room for another worker")
+                    return False
+                problems = await self._prepare(fresh, ray)
+                if problems:
+                    log.warning("ray.restart_failed" if event == "ray.workers_restarted" else "ray.join_failed",
+                                problems=problems)
+                    for a in fresh:
+                        ray.kill(a.handle)
+                    if event == "ray.nodes_joined":  # not asked again in this run
+                        self._refused |= {a.node.node_id for a in fresh}
+                    return False
+                async with self._changed:
+                    self._actors = [*(a for a in self._actors if a.alive or a.busy), *fresh]
+                    self._changed.notify_all()
+                log.info(event, nodes=[a.node.address for a in fresh], slots=[a.node.slots for a in fresh])
+                return True
+            except Exception as exc:
+                log.warning("ray.restart_failed" if event == "ray.workers_restarted" else "ray.join_failed",
+                            error=_short(exc))
+                return False
 
     # -- after the run -------------------------------------------------------------------------------
 

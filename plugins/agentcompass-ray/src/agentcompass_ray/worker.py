@@ -8,8 +8,10 @@ closes its environments.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 from agentcompass.runtime.remote import AttemptWorker, RemoteAttempt, RemoteOutcome
@@ -50,9 +52,30 @@ class NodeWorker:
             share(cluster_lock(image_locks, ray.get_runtime_context().get_node_id()))
         await self.worker.setup(environments)
 
-    async def run(self, attempt: RemoteAttempt) -> RemoteOutcome:
+    async def run(self, attempt: RemoteAttempt) -> AsyncIterator[tuple[str, Any]]:
+        """Run one attempt; a streaming generator (``num_returns="streaming"``): each phase change as it
+        happens, ``("phase", (previous, new))``, then ``("outcome", RemoteOutcome)``. Cancelling it cancels
+        the attempt's lifecycle and waits until its environments are closed."""
         assert self.worker is not None, "setup first"
-        return await self.worker.run(attempt)
+        changes: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        running = asyncio.ensure_future(self.worker.run(attempt, lambda prev, new: changes.put_nowait((prev, new))))
+        try:
+            while not running.done() or not changes.empty():
+                if changes.empty():
+                    waiting = asyncio.ensure_future(changes.get())
+                    await asyncio.wait([running, waiting], return_when=asyncio.FIRST_COMPLETED)
+                    if not waiting.done():
+                        waiting.cancel()
+                        continue
+                    yield "phase", waiting.result()
+                else:
+                    yield "phase", changes.get_nowait()
+            outcome: RemoteOutcome = running.result()
+            yield "outcome", outcome
+        finally:
+            if not running.done():
+                running.cancel()
+                await asyncio.wait([running])  # its lifecycle closes its environments
 
     async def close(self) -> None:
         if self.worker is not None:
