@@ -79,7 +79,7 @@ def write(tmp_path: Path, text: str, name: str = "run.toml") -> Path:
 
 def test_every_option_of_run_has_a_key_and_every_key_an_option():
     params = {p.name for p in run_command.params}
-    cli_only = {"output", "resume", "config_path", "rerun", "as_json", "task_lines", "otel"}
+    cli_only = {"output", "resume", "config_path", "rerun", "as_json", "task_lines", "otel", "scan"}
     assert {*OPTION_KEYS, "user_model", "judge_model"} == params - cli_only
     for key, short, _ in RUN_OPTIONS:
         flags = next(p.opts for p in run_command.params if p.name == key)

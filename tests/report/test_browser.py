@@ -134,8 +134,11 @@ def test_an_errored_run_shows_errors_as_errors_and_filters_by_status(browser, ru
     assert sorted(table_tasks(browser)) == sorted(r["task_id"] for r in errored)
     row = browser.find_element(By.CSS_SELECTOR, "#task-rows .trow")
     assert "error" in row.text and "[run] run timed out after 0.5s" in row.text
+    heads = [h.text.strip().lower() for h in browser.find_elements(By.CSS_SELECTOR, ".thead > div")]
     cells = [c.text for c in row.find_elements(By.CSS_SELECTOR, ":scope > div")]
-    assert "0.000" not in cells and "0" not in cells  # an error is not shown as a zero score (its cost may be $0)
+    score = dict(zip(heads, cells, strict=False)).get("reward")  # the primary metric's column, by its label
+    assert score is not None, heads
+    assert score == "error", (heads, cells)  # an error is not shown as a zero score (its cost may be $0)
     browser.save_screenshot(str(artifacts / "errored-report.png"))
     row.click()
     wait_for(browser, "return !!document.getElementById('detail-error')")

@@ -74,7 +74,7 @@ ROLE_MODEL_KEYS: Mapping[str, str] = {"user_model": "user", "judge_model": "judg
 ROLE_SETTING_KEYS = ("model", "base_url", "api_key_env", "args", "max_connections")
 #: Options of the command line only (how this invocation shows or resumes a run, not what it runs).
 CLI_ONLY = {"output": "--output", "resume": "--resume", "json": "--json", "task_lines": "--task-lines",
-            "otel": "--otel", "config": "--config", "rerun": "--rerun"}
+            "otel": "--otel", "config": "--config", "rerun": "--rerun", "scan": "--scan"}
 #: ``[models.agent]`` settings and the option each is the same setting as.
 _AGENT_SAME = {"model": "model", "base_url": "model_base_url", "api_key_env": "model_api_key_env",
                "args": "model_args"}
