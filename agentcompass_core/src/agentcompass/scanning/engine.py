@@ -17,7 +17,7 @@ from agentcompass.results.lines import SUMMARY
 from agentcompass.results.reader import RunReader
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.models import ModelClient
-from agentcompass.runtime.scanning import Finding, Scanner, Transcript
+from agentcompass.runtime.scanning import Finding, Scanner, Transcript, read_findings
 from agentcompass.scanning import store
 from agentcompass.scanning.names import BUILTIN_SCANNERS, JUDGE, SCANS
 from agentcompass.scanning.transcripts import transcripts
@@ -117,8 +117,8 @@ async def scan_run(run_dir: Path, scanners: Sequence[Scanner]) -> ScanOutcome:
         found.extend(await findings_of(scanners, transcript))
     store.replace_scanners(run_dir / SCANS, [s.name for s in scanners], found, redactor)
     update_summary(run_dir)
-    masked = tuple(store.finding_of(d) for d in store.read(run_dir / SCANS) if d["scanner"] in
-                   {s.name for s in scanners})
+    names = {s.name for s in scanners}
+    masked = tuple(f for f in read_findings(run_dir) if f.scanner in names)
     return ScanOutcome(n, masked, time.perf_counter() - started)
 
 

@@ -20,7 +20,7 @@ from agentcompass.redaction import Redactor
 from agentcompass.results.lines import ARTIFACTS, TRAJECTORIES
 from agentcompass.results.reader import Key, RunReader
 from agentcompass.runtime.records import TaskEvent
-from agentcompass.runtime.scanning import Finding, Scanner
+from agentcompass.runtime.scanning import Finding, Scanner, read_findings
 from agentcompass.scanning import store
 from agentcompass.scanning.engine import scan_now, update_summary
 from agentcompass.scanning.names import SCANS
@@ -52,7 +52,7 @@ class ScanObserver:
         path = Path(run_dir)
         self._reader = RunReader.open(path)
         self._redactor = store.run_redactor(self._reader.info)
-        self._written = {store.identity(store.finding_of(d)) for d in store.read(path / SCANS)}
+        self._written = {store.identity(f) for f in read_findings(path)}
 
     @hookimpl
     def agentcompass_task_event(self, event: TaskEvent) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentcompass.redaction import Redactor
 from agentcompass.runtime.known_secrets import known_secrets
-from agentcompass.runtime.scanning import Finding, finding_from_json
+from agentcompass.runtime.scanning import Finding
 from agentcompass.scanning.names import SCANS
 
 
@@ -62,12 +62,6 @@ def read(path: Path) -> list[dict[str, Any]]:
             if isinstance(data, dict) and isinstance(data.get("scanner"), str) and isinstance(data.get("task_id"), str):
                 out.append(data)
     return out
-
-
-def finding_of(data: Mapping[str, Any]) -> Finding:
-    finding = finding_from_json(data)
-    assert finding is not None, "read() keeps only lines naming a scanner and a task"
-    return finding
 
 
 def identity(finding: Finding) -> tuple[str, str, int, int, str]:
