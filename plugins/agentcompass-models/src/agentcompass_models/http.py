@@ -37,7 +37,7 @@ import random
 import re
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -175,6 +175,29 @@ class HTTPModelClient(ModelClient):
     def url(self) -> str:
         raise NotImplementedError
 
+    async def authorize(self, url: Any, headers: dict[str, str], content: bytes) -> tuple[Any, dict[str, str]]:
+        """The URL to request and the headers to send for one attempt of a POST of ``content`` to ``url``.
+
+        Called before every attempt (a retry included), so a cloud provider can sign the exact bytes (SigV4) or
+        put in a fresh access token; the URL may come back as a ``yarl.URL`` that must not be re-encoded. The
+        plain providers' keys are in ``headers`` already."""
+        return url, headers
+
+    def streams(self, content_type: str) -> bool:
+        """Whether a 200 answer of ``content_type`` is a stream to relay piece by piece (else read whole)."""
+        return "text/event-stream" in content_type
+
+    def relay(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """A streamed answer's bytes as the agent and the stream reader take them: server-sent events. A
+        provider whose cloud streams another encoding (AWS event-stream) converts here."""
+        return chunks
+
+    def add_secret(self, secret: str) -> None:
+        """Mask ``secret`` (an access token obtained after the client was made) in this client's messages."""
+        if secret and secret not in self.secrets:
+            self.secrets = (*self.secrets, secret)
+            self._redactor.add(secret)
+
     # -- helpers ------------------------------------------------------------------------------------
 
     def scrub(self, text: str) -> str:
@@ -261,7 +284,8 @@ class HTTPModelClient(ModelClient):
         async with pool.slots:
             try:
                 async with asyncio.timeout(timeout):
-                    async with pool.client.post(url, data=content, headers=headers, allow_redirects=False) as r:
+                    target, headers = await self.authorize(url, headers, content)
+                    async with pool.client.post(target, data=content, headers=headers, allow_redirects=False) as r:
                         pool.answered = True
                         status, response_headers, body = r.status, r.headers, await r.read()
             except TimeoutError:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from agentcompass.errors import describe
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest
+from yarl import URL
 
 if TYPE_CHECKING:
     from agentcompass_models.http import HTTPModelClient, ProviderError, _Pool
@@ -44,7 +45,7 @@ async def _chunks(response: aiohttp.ClientResponse, pool: _Pool) -> AsyncIterato
         pool.slots.release()
 
 
-async def send_native(client: HTTPModelClient, request: NativeRequest, url: str, headers: dict[str, str],
+async def send_native(client: HTTPModelClient, request: NativeRequest, url: str | URL, headers: dict[str, str],
                       *, model_in_body: bool = True, params: dict[str, Any] | None = None) -> NativeReply:
     """Send ``request`` to ``url``, retried as :mod:`this module <agentcompass_models.native>` says.
 
@@ -75,10 +76,13 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str,
         released = False
         try:
             async with asyncio.timeout(client.settings.request_timeout):
-                response = await pool.client.post(url, data=content, headers=headers, allow_redirects=False)
+                target, signed = await client.authorize(url, headers, content)
+                response = await pool.client.post(target, data=content, headers=signed, allow_redirects=False)
             pool.answered = True
-        except (aiohttp.ClientError, TimeoutError) as exc:
+        except BaseException as exc:
             pool.slots.release()
+            if not isinstance(exc, aiohttp.ClientError | TimeoutError):
+                raise  # the provider could not authorize the request (no credentials), or a cancellation
             refused = isinstance(exc, aiohttp.ClientError) and _refused(exc)
             if refused and not pool.answered:  # nothing ever listened there: a wrong URL, fatal at once
                 raise EndpointUnreachable(client.scrub(
@@ -92,10 +96,10 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str,
             await asyncio.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))))
             continue
         try:
-            streamed = response.status == 200 and "text/event-stream" in response.headers.get("Content-Type", "")
+            streamed = response.status == 200 and client.streams(response.headers.get("Content-Type", ""))
             if streamed:
                 released = True  # the chunk iterator releases the slot
-                return NativeReply(200, {}, chunks=_chunks(response, pool), origin=client.origin)
+                return NativeReply(200, {}, chunks=client.relay(_chunks(response, pool)), origin=client.origin)
             data = await response.read()
             unreadable = None if counting or response.status != 200 else _unreadable(client, request.protocol, data)
             if (response.status in RETRIED or unreadable) and attempt <= client.settings.max_retries:

@@ -1,5 +1,5 @@
 """The ``models`` plugin: registers the ``openai``, ``openai-compatible``, ``anthropic`` and ``gemini`` model
-providers.
+providers, and the cloud ones: ``azure`` (Azure OpenAI), ``bedrock`` (Amazon Bedrock), ``vertex`` (Vertex AI).
 
 Imports stay cheap (``agentcompass plugins list`` must start fast): each factory imports aiohttp and its
 provider module only when a run builds a client.
@@ -36,9 +36,30 @@ def gemini(name: str = "", *, settings: Any = None, **options: Any) -> Any:
     return make_gemini(name, settings=settings, **options)
 
 
+def azure(name: str = "", *, settings: Any = None, **options: Any) -> Any:
+    from agentcompass_models.azure import make_azure
+
+    return make_azure(name, settings=settings, **options)
+
+
+def bedrock(name: str = "", *, settings: Any = None, **options: Any) -> Any:
+    from agentcompass_models.bedrock import make_bedrock
+
+    return make_bedrock(name, settings=settings, **options)
+
+
+def vertex(name: str = "", *, settings: Any = None, **options: Any) -> Any:
+    from agentcompass_models.vertex import make_vertex
+
+    return make_vertex(name, settings=settings, **options)
+
+
 @hookimpl
 def register_models(register):
     register("openai", openai)
     register("openai-compatible", openai_compatible)
     register("anthropic", anthropic)
     register("gemini", gemini)
+    register("azure", azure)
+    register("bedrock", bedrock)
+    register("vertex", vertex)

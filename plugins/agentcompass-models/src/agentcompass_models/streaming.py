@@ -21,6 +21,7 @@ from agentcompass.errors import describe
 from agentcompass.runtime.codecs import CODECS, SSEParser
 from agentcompass.runtime.model_stream import NativeRequest, StreamEnd, StreamEvent, events_of
 from agentcompass.runtime.models import ModelError
+from yarl import URL
 
 from agentcompass_models.http import BACKOFF_BASE, BACKOFF_CAP, ProviderError, answer_problem, read_json
 from agentcompass_models.native import send_native
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from agentcompass_models.http import HTTPModelClient
 
 
-async def stream_answer(client: HTTPModelClient, protocol: str, url: str, headers: dict[str, str],
+async def stream_answer(client: HTTPModelClient, protocol: str, url: str | URL, headers: dict[str, str],
                         body: Mapping[str, Any]) -> AsyncGenerator[StreamEvent, None]:
     """POST ``body`` (already the provider's request, asking for a stream) and yield the answer's pieces.
 
@@ -64,7 +65,7 @@ class _Unreadable(Exception):
         self.error = error
 
 
-async def _stream_once(client: HTTPModelClient, protocol: str, url: str, headers: dict[str, str],
+async def _stream_once(client: HTTPModelClient, protocol: str, url: str | URL, headers: dict[str, str],
                        body: Mapping[str, Any]) -> AsyncGenerator[StreamEvent, None]:
     codec = CODECS[protocol]
     headers = {**headers, "Accept": "text/event-stream"}
