@@ -29,7 +29,7 @@ ERROR_TYPES = {"throttlingException": "rate_limit_error", "serviceUnavailableExc
 
 def sse(event: Mapping[str, Any]) -> bytes:
     """One Anthropic server-sent event."""
-    return f"event: {event.get('type', 'message')}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+    return f"event: {event.get('type', 'message')}\ndata: {json.dumps(event)}\n\n".encode()
 
 
 async def sse_of_eventstream(chunks: AsyncIterator[bytes], model: str) -> AsyncIterator[bytes]:

@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import warnings
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -207,7 +210,7 @@ def _credentials(settings: ProviderSettings) -> tuple[Any, str, str]:
     path = settings.env("GOOGLE_APPLICATION_CREDENTIALS")
     try:
         if path:
-            creds, project = google_auth.load_credentials_from_file(path, scopes=[SCOPE])
+            creds, project = _from_file(google_auth, path)
             return creds, f"$GOOGLE_APPLICATION_CREDENTIALS ({path})", str(project or "")
         creds, project = google_auth.default(scopes=[SCOPE])
     except google_auth.exceptions.DefaultCredentialsError as exc:
@@ -215,6 +218,27 @@ def _credentials(settings: ProviderSettings) -> tuple[Any, str, str]:
                          "(run `gcloud auth application-default login` or set $GOOGLE_APPLICATION_CREDENTIALS)"
                          ) from None
     return creds, "Google application-default credentials", str(project or "")
+
+
+def _from_file(google_auth: Any, path: str) -> tuple[Any, str | None]:
+    """The credentials of the key file the user named: a service account's or a user's by their own loaders;
+    another kind (workload identity federation) through google-auth's generic loader, as ``default()`` does."""
+    try:
+        kind = json.loads(Path(path).read_text(encoding="utf-8")).get("type")
+    except (OSError, ValueError, AttributeError):
+        kind = None  # google-auth's loader says what is wrong with it
+    if kind == "service_account":
+        from google.oauth2 import service_account
+
+        creds = service_account.Credentials.from_service_account_file(path, scopes=[SCOPE])
+        return creds, creds.project_id
+    if kind == "authorized_user":
+        from google.oauth2 import credentials
+
+        return credentials.Credentials.from_authorized_user_file(path, scopes=[SCOPE]), None
+    with warnings.catch_warnings():  # the generic loader warns about untrusted files: this one is the user's own
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return google_auth.load_credentials_from_file(path, scopes=[SCOPE])
 
 
 def make_vertex(name: str = "", *, settings: ProviderSettings | None = None, **options: Any) -> HTTPModelClient:
