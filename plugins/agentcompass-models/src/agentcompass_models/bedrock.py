@@ -182,7 +182,7 @@ class BedrockClient(AnthropicClient):
         """``messages/count_tokens`` on Bedrock's CountTokens, its answer in Anthropic's shape."""
         inner = self.invoke_body({"max_tokens": 1, **request.body}, beta)
         body = {"input": {"invokeModel": {"body": json.dumps(inner)}}}
-        reply = await send_native(self, NativeRequest("anthropic", "count-tokens", body),
+        reply = await send_native(self, NativeRequest("anthropic", "messages/count_tokens", body),
                                   self.model_url("count-tokens"), self.headers(), model_in_body=False, params={})
         if reply.status == 200 and reply.error is None:
             try:
