@@ -56,6 +56,17 @@ BUILTIN_PRICES: dict[str, Price] = {
     "anthropic/claude-3-7-sonnet": Price(3.00, 15.00),
     "anthropic/claude-sonnet-4": Price(3.00, 15.00),
     "anthropic/claude-opus-4": Price(15.00, 75.00),
+    # The same models on the clouds (Bedrock model ids, Vertex names): a region-prefixed inference profile
+    # (us.anthropic...) or an Azure deployment (named by its owner) needs a --prices entry.
+    "bedrock/anthropic.claude-3-5-haiku": Price(0.80, 4.00),
+    "bedrock/anthropic.claude-3-5-sonnet": Price(3.00, 15.00),
+    "bedrock/anthropic.claude-3-7-sonnet": Price(3.00, 15.00),
+    "bedrock/anthropic.claude-sonnet-4": Price(3.00, 15.00),
+    "bedrock/anthropic.claude-opus-4": Price(15.00, 75.00),
+    "vertex/claude-3-5-haiku": Price(0.80, 4.00),
+    "vertex/claude-3-7-sonnet": Price(3.00, 15.00),
+    "vertex/claude-sonnet-4": Price(3.00, 15.00),
+    "vertex/claude-opus-4": Price(15.00, 75.00),
 }
 
 #: Providers whose calls cost nothing whatever the table says: the built-in offline mock.
