@@ -75,7 +75,7 @@ def bedrock_provider(server: BedrockServer, model: str = CLAUDE) -> ModelClient:
 async def anthropic_conversation(gateway: ModelGateway, token: str, stream: bool, sent: Sent) -> None:
     client = anthropic.AsyncAnthropic(base_url=gateway.base_url.removesuffix("/v1"), api_key=token, max_retries=0,
                                       http_client=sent.http())
-    history: list[dict[str, Any]] = [{"role": "user", "content": [
+    history: list[Any] = [{"role": "user", "content": [
         {"type": "text", "text": "Rome?", "cache_control": {"type": "ephemeral"}}]}]
     kwargs: dict[str, Any] = dict(model="claude-sonnet-4-5", max_tokens=1024, system="Be brief.",
                                   tools=[{"name": "get_weather", "input_schema": WEATHER}],
@@ -85,7 +85,8 @@ async def anthropic_conversation(gateway: ModelGateway, token: str, stream: bool
         if stream:
             async with client.messages.stream(messages=history, **kwargs) as s:
                 return await s.get_final_message()
-        return await client.messages.create(messages=history, **kwargs)  # type: ignore[no-any-return]
+        answer: anthropic.types.Message = await client.messages.create(messages=history, **kwargs)
+        return answer
 
     first = await ask()
     assert first.content[-1].type == "tool_use" and first.content[-1].input == {"city": "Rome"}
@@ -93,7 +94,7 @@ async def anthropic_conversation(gateway: ModelGateway, token: str, stream: bool
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_7", "content": "28C"}]}]
     second = await ask()
     assert second.content[0].text == "Warm in Rome."  # type: ignore[union-attr]
-    counted = await client.messages.count_tokens(model="claude-sonnet-4-5", messages=history)  # type: ignore[arg-type]
+    counted = await client.messages.count_tokens(model="claude-sonnet-4-5", messages=history)
     assert counted.input_tokens > 1000
 
 
@@ -176,6 +177,7 @@ async def test_openai_sdk_chat_and_responses_through_the_gateway_onto_azure(gate
         token, meter = await granted(gateway, provider)
         client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key=token, max_retries=0)
         messages: Any = [{"role": "user", "content": "hi"}]
+        said: Any
         if stream:
             chunks = [c async for c in await client.chat.completions.create(model="gpt-4o", messages=messages,
                                                                              stream=True)]
