@@ -196,3 +196,41 @@ async def test_openai_sdk_chat_and_responses_through_the_gateway_onto_azure(gate
     for arrived in server.requests:
         assert arrived.headers["api-key"] == AZURE_KEY and token not in json.dumps(arrived.headers)
     assert [(c.protocol, c.passthrough) for c in meter.calls] == [("chat", True), ("responses", True)]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_gemini_sdk_through_the_gateway_onto_gemini_on_vertex(gateway: ModelGateway, stream: bool,
+                                                                    tmp_path: Path) -> None:
+    from google import genai
+    from google.genai import types
+
+    async with VertexServer(weather_then_text()) as server:
+        provider = make_vertex("gemini-2.5-flash", settings=ProviderSettings(
+            base_url=server.root, max_retries=0,
+            environ={"GOOGLE_APPLICATION_CREDENTIALS": str(server.key_file(tmp_path / "sa.json"))}))
+        token, meter = await granted(gateway, provider)
+        client = genai.Client(api_key=token, http_options=types.HttpOptions(
+            base_url=gateway.base_url.removesuffix("/v1"), api_version="v1beta"))
+        config = types.GenerateContentConfig(
+            tools=[types.Tool(function_declarations=[types.FunctionDeclaration(
+                name="get_weather", parameters_json_schema=WEATHER)])],
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+        contents = [types.Content(role="user", parts=[types.Part(text="Rome?")])]
+        if stream:
+            chunks = [c async for c in await client.aio.models.generate_content_stream(
+                model="gemini-2.5-pro", contents=contents, config=config)]
+            calls = [call for c in chunks for call in c.function_calls or ()]
+        else:
+            calls = (await client.aio.models.generate_content(model="gemini-2.5-pro", contents=contents,
+                                                              config=config)).function_calls or []
+        counted = await client.aio.models.count_tokens(model="gemini-2.5-pro", contents=contents)
+        await provider.aclose()
+    assert [(c.name, c.args) for c in calls] == [("get_weather", {"city": "Rome"})]
+    assert counted.total_tokens and counted.total_tokens > 1000
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    root = "/v1/projects/proj-test/locations/us-central1/publishers/google/models/gemini-2.5-flash"
+    assert [r.raw_path for r in server.requests] == [f"{root}:{method}", f"{root}:countTokens"]
+    for arrived in server.requests:
+        assert arrived.headers["Authorization"] == f"Bearer {server.issued[0]}"
+        assert "x-goog-api-key" not in arrived.headers and token not in json.dumps(arrived.headers)
+    assert [(c.protocol, c.passthrough) for c in meter.calls[:1]] == [("gemini", True)]

@@ -128,10 +128,12 @@ def test_the_default_endpoint_is_the_locations(tmp_path: Path) -> None:
     ("meta/llama-4", {}, "vertex/meta/llama-4: publisher 'meta' is not served here"),
     ("gemini-2.5-flash", {"GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/sa.json"},
      "the vertex provider found no usable Google credentials: File /nonexistent/sa.json was not found"),
+    ("gemini-2.5-flash", {"KEY_ENV": "GEMINI_API_KEY"},
+     "vertex/gemini-2.5-flash uses Google application-default credentials, not an API key"),
 ])
 def test_bad_settings_are_one_line_errors(name: str, environ: dict[str, str], said: str) -> None:
     with pytest.raises(UsageError) as caught:
-        make_vertex(name, settings=ProviderSettings(environ=environ))
+        make_vertex(name, settings=ProviderSettings(environ=environ, api_key_env=environ.get("KEY_ENV")))
     assert str(caught.value).startswith(said) and "\n" not in str(caught.value)
 
 

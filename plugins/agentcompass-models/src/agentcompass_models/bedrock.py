@@ -227,6 +227,9 @@ def make_bedrock(name: str = "", *, settings: ProviderSettings | None = None, **
     if not name:
         raise UsageError("model 'bedrock' needs a model id: write it as bedrock/MODEL_ID "
                          "(e.g. bedrock/anthropic.claude-sonnet-4-20250514-v1:0)")
+    if settings.api_key_env:
+        raise UsageError(f"bedrock/{name} signs with the AWS credential chain, not an API key: drop "
+                         f"--model-api-key-env {settings.api_key_env} and set $AWS_PROFILE or $AWS_ACCESS_KEY_ID")
     region_arg = str(options.pop("region", "") or "")
     api = str(options.pop("api", "") or "")
     if api not in ("", "converse", "invoke"):

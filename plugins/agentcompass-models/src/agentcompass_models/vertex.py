@@ -246,6 +246,10 @@ def make_vertex(name: str = "", *, settings: ProviderSettings | None = None, **o
     if not name:
         raise UsageError("model 'vertex' needs a model name: write it as vertex/MODEL "
                          "(vertex/gemini-2.5-flash, vertex/claude-sonnet-4@20250514)")
+    if settings.api_key_env:
+        raise UsageError(f"vertex/{name} uses Google application-default credentials, not an API key: drop "
+                         f"--model-api-key-env {settings.api_key_env} and set $GOOGLE_APPLICATION_CREDENTIALS "
+                         "or run `gcloud auth application-default login`")
     publisher, _, model = name.partition("/")
     if not model:
         publisher, model = ("anthropic" if name.startswith("claude") else "google"), name
