@@ -143,3 +143,24 @@ def test_without_google_auth_the_provider_says_what_to_install(monkeypatch: pyte
     monkeypatch.setitem(sys.modules, "google.auth", None)
     with pytest.raises(UsageError, match=r"pip install 'agentcompass-models\[vertex\]'"):
         make_vertex("gemini-2.5-flash", settings=ProviderSettings(environ={}))
+
+
+async def test_a_failed_token_exchange_frees_the_connection_slot(tmp_path: Path) -> None:
+    """A passed-through request whose credentials cannot be obtained fails, and gives its slot back: with one
+    connection allowed, the next request fails the same way instead of waiting for ever."""
+    import asyncio
+
+    from agentcompass.runtime.model_stream import NativeRequest
+
+    async with VertexServer() as server:
+        key_file = server.key_file(tmp_path / "sa.json")
+        server.key_file(tmp_path / "other.json")
+        client = make_vertex("claude-sonnet-4@20250514", settings=ProviderSettings(
+            base_url=server.root, max_retries=0, max_connections=1,
+            environ={"GOOGLE_APPLICATION_CREDENTIALS": str(key_file)}))
+        request = NativeRequest("anthropic", "messages", {"max_tokens": 10, "messages": [
+            {"role": "user", "content": "hi"}]})
+        for _ in range(3):
+            with pytest.raises(ModelError, match="cannot get a Google access token"):
+                await asyncio.wait_for(client.native(request), 10)
+        await client.aclose()
