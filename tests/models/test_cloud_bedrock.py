@@ -95,6 +95,44 @@ def test_invoke_stream_chunks_become_the_anthropic_events_they_carry(texts: list
     assert out.count("event: content_block_delta\n") == len(events)
 
 
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=5),
+       arguments=st.dictionaries(st.text(min_size=1, max_size=8), st.integers() | st.text(max_size=10), max_size=3),
+       cut=st.integers(1, 64), step=st.integers(1, 9))
+def test_converse_stream_events_read_as_the_same_answer(texts: list[str], arguments: dict[str, Any], cut: int,
+                                                        step: int) -> None:
+    """ConverseStream's events (text deltas, a tool call's input in pieces, the stop, the usage), cut anywhere,
+    are read back through the Anthropic decoder as the answer they make."""
+    from agentcompass.runtime.codecs import CODECS, SSEParser
+
+    args = json.dumps(arguments)
+    wire = event("messageStart", {"role": "assistant"})
+    wire += b"".join(event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": t}}) for t in texts)
+    wire += event("contentBlockStop", {"contentBlockIndex": 0})
+    wire += event("contentBlockStart", {"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "tu_1",
+                                                                                      "name": "f"}}})
+    wire += b"".join(event("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"toolUse": {
+        "input": args[i:i + step]}}}) for i in range(0, len(args), step))
+    wire += event("contentBlockStop", {"contentBlockIndex": 1}) + event("messageStop", {"stopReason": "tool_use"})
+    wire += event("metadata", {"usage": {"inputTokens": 11, "outputTokens": 7, "totalTokens": 18}})
+
+    async def relayed() -> bytes:
+        async def chunks() -> Any:
+            for i in range(0, len(wire), cut):
+                yield wire[i:i + cut]
+        return b"".join([piece async for piece in sse_of_eventstream(chunks(), NOVA)])
+
+    decoder, parser = CODECS["anthropic"].decoder(NOVA), SSEParser()
+    for name, data in [*parser.feed(asyncio.run(relayed())), *parser.close()]:
+        decoder.feed(name, data)
+    answer = decoder.end().response
+    assert answer.content == "".join(texts)
+    (call,) = answer.message["tool_calls"]
+    assert call["id"] == "tu_1" and json.loads(call["function"]["arguments"]) == arguments
+    assert answer.finish_reason == "tool_calls" and (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (
+        11, 7)
+
+
 # -- Anthropic Messages on InvokeModel -----------------------------------------------------------------------------
 
 
