@@ -22,4 +22,5 @@ def new_command(kind: str, name: str, directory: Path) -> None:
         root = write_plugin(kind, name, directory)
         names = plugin_names(kind, name)
     click.echo(f"wrote the {kind} plugin {name!r} ({names.distribution}, package {names.package}) in {root}")
-    click.echo(f"next: pip install -e '{root}[test]' && agentcompass plugins list && pytest {root}")
+    where = root.absolute()
+    click.echo(f"next: pip install -e '{where}[test]' && agentcompass plugins list && pytest {where}")

@@ -546,7 +546,7 @@ def _readme(what: str, run: str, files: str) -> str:
     return f"""
 # __DIST__
 
-An [agentcompass](https://github.com/agentcompass/agentcompass) __KIND__ plugin: {what}
+An agentcompass __KIND__ plugin: {what}
 
     pip install .
     {run}
