@@ -5,9 +5,11 @@ child process with ``HF_DATASETS_OFFLINE=1``, resolves the name from there."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,46 @@ def _child(home: Path, code: str) -> subprocess.CompletedProcess[str]:
                           env={**_base_env(), **offline(home)})
     assert done.returncode == 0, done.stderr
     return done
+
+
+class NoSuchRepo(http.server.BaseHTTPRequestHandler):
+    """The Hub's answer to a dataset it does not have: 404 with ``X-Error-Code: RepoNotFound``."""
+
+    def _not_found(self) -> None:
+        body = json.dumps({"error": "Repository not found"}).encode()
+        self.send_response(404)
+        self.send_header("X-Error-Code", "RepoNotFound")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_GET = do_HEAD = _not_found
+
+    def log_message(self, format, *args):  # quiet
+        pass
+
+
+@pytest.mark.slow  # a child process that imports swebench and datasets
+def test_a_name_the_hub_does_not_know_is_one_line(tmp_path: Path) -> None:
+    hub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoSuchRepo)  # the Hub, on loopback
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    try:
+        code = ("from agentcompass.errors import UsageError\n"
+                "from agentcompass_swebench.benchmark import SWEBench\n"
+                "try:\n    SWEBench(dataset='acme/nope')\n"
+                "except UsageError as exc:\n    print(exc)\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              env={**_base_env(), "HF_HOME": str(tmp_path),
+                                   "HF_ENDPOINT": f"http://127.0.0.1:{hub.server_address[1]}"})
+    finally:
+        hub.shutdown()
+        hub.server_close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "swebench: -b dataset=acme/nope: no such dataset on the Hugging Face Hub, or you may not read it (Dataset "
+        "'acme/nope' doesn't exist on the Hub or cannot be accessed.); check the name, or log in (hf auth login)")
 
 
 def test_a_file_still_works_and_wins_over_a_name(swebench_rows: Suite, tmp_path: Path, monkeypatch) -> None:
