@@ -1,15 +1,16 @@
 """The checks, defined once: what a developer runs and what CI (``.ci/run``) runs. Everything runs through uv in
 the project's own environment.
 
-    uv run nox                                    # lint, typecheck, tests (the default pytest run)
+    uv run nox                                    # lint, typecheck, docs, tests (the default pytest run)
     uv run nox -s lint typecheck                  # ruff and mypy only
+    uv run nox -s docs                            # the documentation site, warnings as errors
     uv run nox -s tests -- --all-tests -n 0       # arguments after `--` go to pytest
 """
 
 import nox
 
 nox.options.default_venv_backend = "none"
-nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.sessions = ["lint", "typecheck", "docs", "tests"]
 
 #: What mypy checks (pyproject's [tool.mypy] holds its settings): the core and every plugin.
 TYPED = ("agentcompass_core/src", "plugins")
@@ -31,6 +32,13 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy over the core and the plugins."""
     session.run("uv", "run", "mypy", *TYPED, external=True)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs.yml, docs/) built into site/ with warnings as errors, with the ``docs``
+    dependency group. It takes no arguments: those after ``--`` are the tests session's (CI passes pytest's)."""
+    session.run("uv", "run", "--group", "docs", "mkdocs", "build", "--strict", external=True)
 
 
 @nox.session

@@ -103,7 +103,7 @@ def test_malformed_files_and_instances_are_one_line_errors(swebench_rows: Suite,
     assert "data.jsonl:1: an instance is a JSON object, not list" in _error(tmp_path, [[1, 2]])
     with pytest.raises(UsageError, match="no such file or directory"):
         SWEBench(dataset=str(tmp_path / "missing.jsonl"))
-    with pytest.raises(UsageError, match="needs -b dataset=FILE"):
+    with pytest.raises(UsageError, match="needs -b dataset=NAME or FILE"):
         SWEBench()
     with pytest.raises(UsageError, match="unknown option"):
         SWEBench(dataset=str(swebench_rows.dataset), datset="x")

@@ -16,6 +16,7 @@ from agentcompass import __version__
 from agentcompass.cli.common import emit_json, plugin_host
 from agentcompass.cli.errors import cli_errors, parse_pairs
 from agentcompass.cli.evaluate import compare_command, evaluate_command, plan_command
+from agentcompass.cli.new import new_command
 from agentcompass.cli.run import run_command
 from agentcompass.cli.scan import findings_table, scan_command
 from agentcompass.cli.suite import suite_group
@@ -38,6 +39,7 @@ cli.add_command(evaluate_command)
 cli.add_command(suite_group)
 cli.add_command(validate_command)
 cli.add_command(scan_command)
+cli.add_command(new_command)
 
 
 # -- plugins ---------------------------------------------------------------------------------------------

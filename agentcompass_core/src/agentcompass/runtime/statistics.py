@@ -4,7 +4,7 @@
   of one task are not independent, so the task is the cluster. For values ``x[c][i]`` (cluster ``c``, trial
   ``i``), ``n`` values in all, ``C`` clusters and mean ``m``::
 
-      SE = sqrt( C / (C - 1) * sum_c ( sum_i (x[c][i] - m) )^2 ) / n
+      ``SE = sqrt( C / (C - 1) * sum_c ( sum_i (x[c][i] - m) )^2 ) / n``
 
   With one trial per task this is the ordinary standard error of the mean, ``sqrt(s^2 / n)`` with the sample
   variance ``s^2``; with several, it grows with how alike a task's trials are.

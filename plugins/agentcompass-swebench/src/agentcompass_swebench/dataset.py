@@ -1,9 +1,10 @@
 """Reading SWE-bench instances from the official dataset files, checked one by one.
 
-``-b dataset=`` names a JSONL, JSON or Parquet file as exported from the dataset hub (every row one instance,
-with the 5.x fields ``image``, ``eval_script``, ``log_parser`` and ``eval_type``), or a directory holding the
-hub's layout for a split: ``SPLIT.parquet``, ``SPLIT.jsonl`` or ``data/SPLIT-*.parquet``. A file whose rows
-carry a ``split`` column (a task repository's export) is filtered by ``-b split=``.
+``-b dataset=`` names a dataset of the Hugging Face Hub (``OWNER/NAME[:SPLIT]``, read through the ``datasets``
+library and its cache: :mod:`agentcompass_swebench.hub`), a JSONL, JSON or Parquet file as exported from the hub
+(every row one instance, with the 5.x fields ``image``, ``eval_script``, ``log_parser`` and ``eval_type``), or a
+directory holding the hub's layout for a split: ``SPLIT.parquet``, ``SPLIT.jsonl`` or ``data/SPLIT-*.parquet``.
+A file whose rows carry a ``split`` column (a task repository's export) is filtered by ``-b split=``.
 
 Every instance goes through ``swebench.harness.utils.make_test_spec``, the harness's own constructor, so an
 instance the official harness could not grade is refused here, before any task runs, with one line naming the
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import UsageError
+
+from agentcompass_swebench.hub import HubDataset, hub_rows
 
 #: Fields every instance must carry (what ``make_test_spec`` and the agent's task need).
 REQUIRED = ("instance_id", "repo", "version", "base_commit", "problem_statement", "image", "eval_script",
@@ -104,7 +107,8 @@ def dataset_files(path: Path, split: str) -> list[Path]:
             raise DatasetError(f"swebench: {path}: expected a .jsonl, .json or .parquet file")
         return [path]
     if not path.is_dir():
-        raise DatasetError(f"swebench: -b dataset={path}: no such file or directory")
+        raise DatasetError(f"swebench: -b dataset={path}: no such file or directory (a dataset of the Hugging Face "
+                           "Hub is named OWNER/NAME[:SPLIT])")
     for candidate in (path / f"{split}.parquet", path / f"{split}.jsonl", path / f"{split}.json"):
         if candidate.is_file():
             return [candidate]
@@ -165,18 +169,26 @@ def _version() -> str:
     return str(swebench.__version__)
 
 
-def load_instances(path: Path, split: str) -> dict[str, Instance]:
-    """Every instance of ``split`` in ``path``, by id, in file order. Ids must be unique."""
+def _rows(source: Path | HubDataset, split: str) -> Iterable[tuple[str, Any]]:
+    if isinstance(source, HubDataset):
+        yield from hub_rows(source, split)
+        return
+    for file in dataset_files(source, split):
+        yield from READERS[file.suffix](file)
+
+
+def load_instances(path: Path | HubDataset, split: str) -> dict[str, Instance]:
+    """Every instance of ``split`` in ``path`` (a file, a directory, or a dataset of the Hub), by id, in file
+    order. Ids must be unique."""
     instances: dict[str, Instance] = {}
-    for file in dataset_files(path, split):
-        for where, row in READERS[file.suffix](file):
-            if isinstance(row, dict) and row.get("split") not in (None, "", split):
-                continue
-            instance = check_instance(row, where)
-            if instance.instance_id in instances:
-                raise DatasetError(f"swebench: {where}: instance {instance.instance_id!r} appears twice "
-                                   f"(first at {instances[instance.instance_id].source})")
-            instances[instance.instance_id] = instance
+    for where, row in _rows(path, split):
+        if isinstance(row, dict) and row.get("split") not in (None, "", split):
+            continue
+        instance = check_instance(row, where)
+        if instance.instance_id in instances:
+            raise DatasetError(f"swebench: {where}: instance {instance.instance_id!r} appears twice "
+                               f"(first at {instances[instance.instance_id].source})")
+        instances[instance.instance_id] = instance
     if not instances:
         raise DatasetError(f"swebench: {path} holds no instance of split {split!r}")
     return instances

@@ -10,6 +10,7 @@ from typing import Any
 from agentcompass.errors import UsageError
 from agentcompass.runtime.options import boolean
 
+from agentcompass_swebench.hub import HubDataset, parse_hub_name
 from agentcompass_swebench.images import ImageNaming, ImagePolicy
 
 WHAT = "swebench option"
@@ -31,7 +32,8 @@ def _seconds(name: str, value: Any) -> float:
 
 @dataclass(frozen=True)
 class Options:
-    dataset: Path
+    #: A file or directory, or a dataset of the Hugging Face Hub by name (``OWNER/NAME[:SPLIT]``).
+    dataset: Path | HubDataset
     split: str = "test"
     instance_ids: tuple[str, ...] = ()
     hints: bool = False
@@ -52,9 +54,11 @@ class Options:
                              f"valid options: {', '.join(VALID)}")
         if not options.get("dataset"):
             raise UsageError(
-                "benchmark 'swebench' needs -b dataset=FILE: a SWE-bench dataset exported as JSONL or Parquet "
-                "(e.g. SWE-bench_Verified's test split; see the swebench plugin's README)"
+                "benchmark 'swebench' needs -b dataset=NAME or FILE: a Hugging Face dataset name such as "
+                "SWE-bench/SWE-bench_Verified, or a SWE-bench dataset exported as JSONL or Parquet (see the "
+                "swebench plugin's README)"
             )
+        dataset, split = _dataset(str(options["dataset"]), options.get("split"))
         cpus = None
         if options.get("cpus") not in (None, ""):
             try:
@@ -65,8 +69,8 @@ class Options:
                 raise UsageError(f"{WHAT} 'cpus' must be a positive number, got {options['cpus']!r}")
         predictions = options.get("predictions")
         return cls(
-            dataset=Path(str(options["dataset"])).expanduser(),
-            split=str(options.get("split") or "test"),
+            dataset=dataset,
+            split=split,
             instance_ids=tuple(dict.fromkeys(
                 v.strip() for v in str(options.get("instance_ids") or "").split(",") if v.strip())),
             hints=boolean(WHAT, "hints", options.get("hints", "false")),
@@ -81,6 +85,19 @@ class Options:
             model_name=_text(options, "model_name"),
             predictions=Path(str(predictions)).expanduser() if predictions else None,
         )
+
+
+def _dataset(value: str, split_option: Any) -> tuple[Path | HubDataset, str]:
+    """``-b dataset=`` as a path (when one exists there, or it is not shaped like a Hub name) or a Hub dataset,
+    and the split: ``NAME:SPLIT``'s, else ``-b split=``, else ``test``; the two must agree."""
+    path = Path(value).expanduser()
+    hub = None if path.exists() else parse_hub_name(value)
+    split = None if split_option in (None, "") else str(split_option)
+    if hub is None:
+        return path, split or "test"
+    if hub.split is not None and split is not None and hub.split != split:
+        raise UsageError(f"swebench: -b dataset={value} names split {hub.split!r} but -b split={split}: give one")
+    return hub, hub.split or split or "test"
 
 
 def _text(options: Mapping[str, Any], name: str) -> str | None:
