@@ -107,7 +107,7 @@ def include_file(path: str) -> str:
 def rewrite_links(markdown: str) -> str:
     """Links into the repository (``](plugins/x/README.md)``) made links to the site's pages."""
     for source, page in LINKS.items():
-        markdown = markdown.replace(f"]({source})", f"]({page})")
+        markdown = markdown.replace(f"]({source})", f"]({page})").replace(f"]({source}#", f"]({page}#")
     return markdown
 
 
