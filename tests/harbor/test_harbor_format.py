@@ -247,7 +247,7 @@ def test_unsupported_fields_are_recorded(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("options", "match"), [
-    ({}, "needs -b path="), ({"path": "/no/such/dir"}, "no such directory"), ({"path": ".", "bogus": "1"}, "bogus"),
+    ({}, "needs -b dataset=NAME.*or -b path=DIR"), ({"path": "/no/such/dir"}, "no such directory"), ({"path": ".", "bogus": "1"}, "bogus"),
     ({"path": ".", "verify": "sometimes"}, "verify"), ({"path": ".", "workdir": "rel"}, "absolute"),
 ])
 def test_bad_options(options: dict[str, str], match: str) -> None:

@@ -61,7 +61,7 @@ from agentcompass.runtime.benchmark import EvaluationEnvironmentMode
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 
-from agentcompass_harbor import catalog, scripts
+from agentcompass_harbor import catalog, datasets, scripts
 from agentcompass_harbor import config as config_module
 from agentcompass_harbor.config import HarborTask
 from agentcompass_harbor.layout import CONTAINER, WORKDIR, Layout
@@ -70,8 +70,8 @@ from agentcompass_harbor.transfer import put_tree
 
 log = get_logger(plugin="harbor")
 
-VALID_OPTIONS = ("path", "verify", "category", "image", "default_image", "workdir", "network", "pass_env",
-                 "metrics", "layout")
+VALID_OPTIONS = ("path", "dataset", "registry", "verify", "category", "image", "default_image", "workdir", "network",
+                 "pass_env", "metrics", "layout")
 VERIFY_MODES = ("task", "shared", "fresh")
 IMAGE_MODES = ("auto", "build", "prebuilt")
 NETWORK_MODES = ("task", "on", "off")
@@ -104,6 +104,33 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip() for v in str(value or "").split(",") if v.strip()))
 
 
+def _source(options: dict[str, Any]) -> str:
+    """``path`` or ``dataset``: where the tasks come from (exactly one is given)."""
+    if options.get("path") and options.get("dataset"):
+        raise UsageError("harbor: give -b path=DIR or -b dataset=NAME[@VERSION], not both")
+    if options.get("dataset"):
+        return "dataset"
+    if options.get("registry"):
+        raise UsageError("harbor: -b registry= names where -b dataset=NAME[@VERSION] is looked up: add -b dataset=")
+    if not options.get("path"):
+        raise UsageError("benchmark 'harbor' needs -b dataset=NAME[@VERSION] (a dataset of Harbor's registry, or "
+                         "git+URL[@REV][#PATH]) or -b path=DIR (a Harbor task directory or a directory of them)")
+    return "path"
+
+
+def dataset_metrics(dataset: datasets.Dataset) -> dict[str, Any]:
+    """How the dataset's declared metric is honoured: Harbor's ``mean`` (its default) is the summary's mean
+    reward — the same figure, a trial without a reward counting 0 — and is honoured; any other is recorded with
+    the tasks and said in the log, as the summary does not compute it."""
+    declared = [{"type": m.type, "kwargs": dict(m.kwargs)} for m in dataset.metrics] or [{"type": "mean",
+                                                                                           "kwargs": {}}]
+    other = [m for m in declared if m["type"] != "mean"]
+    for metric in other:
+        log.warning("harbor.dataset_metric_not_computed", dataset=dataset.label, metric=metric["type"],
+                    note="the summary reports the mean reward")
+    return {"declared": declared, "honoured": "mean" if not other else None}
+
+
 class HarborBenchmark(BaseBenchmark):
     """Harbor task directories. See the module's documentation; options in the plugin's README."""
 
@@ -118,14 +145,24 @@ class HarborBenchmark(BaseBenchmark):
             raise UsageError(f"unknown option(s) {', '.join(repr(o) for o in unknown)} for benchmark 'harbor'; "
                              f"valid options: {', '.join(VALID_OPTIONS)}")
         super().__init__(**options)
-        if not options.get("path"):
-            raise UsageError("benchmark 'harbor' needs -b path=DIR: a Harbor task directory or a directory of them")
-        self.path = Path(str(options["path"])).expanduser()
-        if not self.path.is_dir():
-            raise UsageError(f"harbor: -b path={options['path']}: no such directory")
+        source = _source(options)
+        self.dataset: datasets.Dataset | None = None
+        self.path: Path | None = None
+        if source == "dataset":
+            try:
+                self.dataset = datasets.resolve(str(options["dataset"]), registry=options.get("registry") or None)
+            except datasets.DatasetError as exc:
+                raise UsageError(f"harbor: {exc}") from None
+            self.where = f"dataset {self.dataset.label}"
+        else:
+            self.path = Path(str(options["path"])).expanduser()
+            if not self.path.is_dir():
+                raise UsageError(f"harbor: -b path={options['path']}: no such directory")
+            self.where = str(self.path)
         self.verify = _choice("verify", options.get("verify", "task"), VERIFY_MODES)
         self.category_key = str(options.get("category", "difficulty")).strip()
-        self.image_mode = _choice("image", options.get("image", "auto"), IMAGE_MODES)
+        # A registry's tasks name the images Harbor runs them in (pulled when missing), as Harbor does.
+        self.image_mode = _choice("image", options.get("image", "prebuilt" if self.dataset else "auto"), IMAGE_MODES)
         self.default_image = str(options.get("default_image") or DEFAULT_IMAGE)
         self.default_workdir = str(options.get("workdir") or DEFAULT_WORKDIR)
         if not self.default_workdir.startswith("/"):
@@ -136,9 +173,19 @@ class HarborBenchmark(BaseBenchmark):
         extra = tuple(m for m in _names(options.get("metrics")) if m != PRIMARY)
         self.metric_contract = make_metric_contract(
             primary=PRIMARY, scalar=(PRIMARY, *extra), labels={PRIMARY: "Reward"}, binary=True)
-        self._tasks = catalog.load(self.path, pass_env=self.pass_env, default_workdir=self.default_workdir,
-                                   builds=self._builds)
-        self.evaluation_environment_mode = catalog.verification_mode(self._tasks, self.verify, self.path)
+        if self.dataset is not None:
+            self._tasks = catalog.load_dirs([(t.task_id, t.directory) for t in self.dataset.tasks], self.where,
+                                            pass_env=self.pass_env, default_workdir=self.default_workdir,
+                                            builds=self._builds)
+            self._sources = {t.task_id: dict(t.source) for t in self.dataset.tasks}
+            self.dataset_metrics = dataset_metrics(self.dataset)
+        else:
+            assert self.path is not None
+            self._tasks = catalog.load(self.path, pass_env=self.pass_env, default_workdir=self.default_workdir,
+                                       builds=self._builds)
+            self._sources = {}
+            self.dataset_metrics = {}
+        self.evaluation_environment_mode = catalog.verification_mode(self._tasks, self.verify, self.where)
         self.evaluate_needs_live_environment = self.evaluation_environment_mode == "reuse"
 
     # -- tasks ---------------------------------------------------------------------------------------
@@ -163,6 +210,8 @@ class HarborBenchmark(BaseBenchmark):
                     "metadata": catalog.json_safe(config.metadata),
                     "verifier_mode": config.verifier_mode,
                     "unsupported": catalog.unsupported(resolved.task),
+                    **({"dataset": {"name": self.dataset.label, **self._sources.get(task_id, {}),
+                                    "metrics": self.dataset_metrics}} if self.dataset else {}),
                 }},
             )
 
@@ -170,7 +219,7 @@ class HarborBenchmark(BaseBenchmark):
         try:
             return self._tasks[task.task_id]
         except KeyError:
-            raise RuntimeError(f"harbor: unknown task {task.task_id!r} (not under {self.path})") from None
+            raise RuntimeError(f"harbor: unknown task {task.task_id!r} (not in {self.where})") from None
 
     def _builds(self, task: HarborTask) -> bool:
         if task.dockerfile is None:

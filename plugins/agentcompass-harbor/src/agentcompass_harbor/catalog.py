@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,12 @@ def load(path: Path, *, pass_env: Collection[str], default_workdir: str,
     found = find_task_dirs(path)
     if not found:
         raise UsageError(f"harbor: no task directory (with a task.toml) at {path}")
+    return load_dirs(found, str(path), pass_env=pass_env, default_workdir=default_workdir, builds=builds)
+
+
+def load_dirs(found: Sequence[tuple[str, Path]], where: str, *, pass_env: Collection[str], default_workdir: str,
+              builds: Callable[[HarborTask], bool]) -> dict[str, Resolved]:
+    """The tasks ``(task_id, directory)`` of ``found`` (``where`` names them in errors)."""
     tasks: dict[str, Resolved] = {}
     problems: list[str] = []
     host = dict(os.environ)
@@ -52,7 +58,7 @@ def load(path: Path, *, pass_env: Collection[str], default_workdir: str,
             problems.append(str(exc))
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise UsageError(f"harbor: {len(problems)} invalid task(s) under {path}: {shown}")
+        raise UsageError(f"harbor: {len(problems)} invalid task(s) under {where}: {shown}")
     return tasks
 
 
@@ -75,7 +81,7 @@ def _resolve(task: HarborTask, pass_env: Collection[str], host: Mapping[str, str
     )
 
 
-def verification_mode(tasks: Mapping[str, Resolved], verify: str, path: Path) -> EvaluationEnvironmentMode:
+def verification_mode(tasks: Mapping[str, Resolved], verify: str, path: Path | str) -> EvaluationEnvironmentMode:
     """``reuse`` (Harbor's shared verifier) or ``fresh`` for the whole run: as ``-b verify=`` says, else as
     every task says; a directory that mixes both is refused."""
     if verify == "shared":
