@@ -84,6 +84,11 @@ class EnvironmentSpec:
         way; the environment's own options (``--env-arg security=``) override it.
     :param build_args: build arguments (``--build-arg``) for ``build_context``; part of the image's cache key.
     :param build_timeout: seconds a build of this image may take; ``None``: the environment's default.
+    :param gpus: a device request for this many GPUs (``docker``: ``--gpus N``); an environment that cannot give
+        them fails to start, saying so. ``None``: none.
+    :param storage: a limit on the container's writable layer (docker syntax, e.g. ``"10240m"``), where the
+        engine supports it (``docker``: ``--storage-opt size=``, overlay2 on xfs with ``pquota``); where it does
+        not, the environment says so in a warning naming it and runs without. ``None``: no limit.
     """
 
     image: str = "python:3.11-slim"
@@ -100,6 +105,8 @@ class EnvironmentSpec:
     security: str = "hardened"
     build_args: Mapping[str, str] = field(default_factory=dict)
     build_timeout: float | None = None
+    gpus: int | None = None
+    storage: str | None = None
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_PROFILES:

@@ -61,7 +61,7 @@ from agentcompass.runtime.benchmark import EvaluationEnvironmentMode
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
 
-from agentcompass_harbor import catalog, datasets, scripts
+from agentcompass_harbor import catalog, datasets, gpus, scripts
 from agentcompass_harbor import config as config_module
 from agentcompass_harbor.config import HarborTask
 from agentcompass_harbor.layout import CONTAINER, WORKDIR, Layout
@@ -272,6 +272,10 @@ class HarborBenchmark(BaseBenchmark):
                       cpus=config.cpus, memory=f"{config.memory_mb}m" if config.memory_mb is not None else None)
         if config.agent_user is not None:
             fields["user"] = config.agent_user
+        if config.gpus:
+            fields["gpus"] = config.gpus
+        if config.storage_mb:
+            fields["storage"] = f"{config.storage_mb}m"
         return EnvironmentSpec(**fields)
 
     def task_timeouts(self, task: TaskSpec, req: RunRequest) -> dict[str, float]:
@@ -314,7 +318,10 @@ class HarborBenchmark(BaseBenchmark):
         if made.returncode != 0 or made.timed_out:
             raise RuntimeError(f"cannot create {layout.logs}/agent, verifier, artifacts in the environment "
                                f"(as its user): {_one_line(made.stderr or made.stdout)}")
-        check = resolved.task.config.healthcheck
+        config = resolved.task.config
+        if config.gpus:
+            await gpus.require(env, config.gpus, config.gpu_types)
+        check = config.healthcheck
         if check is not None:
             await _healthcheck(env, check.command, check.retries, check.interval_sec, check.timeout_sec,
                                check.start_period_sec, check.start_interval_sec)

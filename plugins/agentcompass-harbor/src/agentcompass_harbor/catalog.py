@@ -104,10 +104,6 @@ def verification_mode(tasks: Mapping[str, Resolved], verify: str, path: Path | s
 def unsupported(task: HarborTask) -> list[str]:
     """Fields of the task that are read but not honoured (recorded with the task)."""
     config, out = task.config, []
-    if config.gpus:
-        out.append(f"gpus={config.gpus}")
-    if config.storage_mb:
-        out.append(f"storage_mb={config.storage_mb}")
     if config.network_mode == "allowlist":
         out.append("network_mode=allowlist (the network is on, unrestricted)")
     if config.verifier_environment:

@@ -79,6 +79,7 @@ class TaskConfig:
     memory_mb: int | None = None
     storage_mb: int | None = None
     gpus: int | None = None
+    gpu_types: tuple[str, ...] = ()
     network_mode: str = "public"
     allowed_hosts: tuple[str, ...] = ()
     workdir: str | None = None
@@ -264,6 +265,9 @@ def parse_config(path: Path) -> TaskConfig:
     hosts = environment.table.get("allowed_hosts") or []
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise HarborFormatError(f"{path}: environment.allowed_hosts must be a list of host names")
+    gpu_types = environment.table.get("gpu_types") or []
+    if not isinstance(gpu_types, list) or not all(isinstance(t, str) and t.strip() for t in gpu_types):
+        raise HarborFormatError(f"{path}: environment.gpu_types must be a list of GPU type names, got {gpu_types!r}")
     os_name = (environment.string("os") or "linux").lower()
     if os_name not in ("linux", "windows"):
         raise HarborFormatError(f"{path}: environment.os must be 'linux' or 'windows', got {os_name!r}")
@@ -289,6 +293,7 @@ def parse_config(path: Path) -> TaskConfig:
         memory_mb=memory_mb,
         storage_mb=storage_mb,
         gpus=environment.integer("gpus", minimum=0),
+        gpu_types=tuple(t.strip() for t in gpu_types),
         network_mode=network_mode,
         allowed_hosts=tuple(hosts),
         workdir=workdir,
