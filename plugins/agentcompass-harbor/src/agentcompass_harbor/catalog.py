@@ -49,6 +49,8 @@ def load_dirs(found: Sequence[tuple[str, Path]], where: str, *, pass_env: Collec
             task = read_task(directory, task_id)
             if task.config.multi_step:
                 raise HarborFormatError(f"{directory}: multi-step tasks ([[steps]]) are not supported")
+            if task.config.tpu:
+                raise HarborFormatError(f"{directory}: TPU tasks ([environment.tpu]) need Harbor's GKE environment")
             if task.config.os != "linux":
                 raise HarborFormatError(f"{directory}: only linux tasks are supported (os = {task.config.os!r})")
             if task.test_script is None:
@@ -112,6 +114,7 @@ def unsupported(task: HarborTask) -> list[str]:
         out.append(f"verifier.user={config.verifier_user} (the verifier runs as the agent's user)")
     if any(a.exclude for a in config.artifacts):
         out.append("artifacts[].exclude (the whole path is collected)")
+    out.extend(config.not_honoured)
     return out
 
 

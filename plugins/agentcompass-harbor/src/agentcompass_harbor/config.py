@@ -80,6 +80,8 @@ class TaskConfig:
     storage_mb: int | None = None
     gpus: int | None = None
     gpu_types: tuple[str, ...] = ()
+    #: An ``[environment.tpu]`` table was given.
+    tpu: bool = False
     network_mode: str = "public"
     allowed_hosts: tuple[str, ...] = ()
     workdir: str | None = None
@@ -89,6 +91,8 @@ class TaskConfig:
     solution_env: Mapping[str, str] = field(default_factory=dict)
     artifacts: tuple[Artifact, ...] = ()
     multi_step: bool = False
+    #: Fields the task declares that are read but not honoured here (named as ``section.key``, with why).
+    not_honoured: tuple[str, ...] = ()
 
 
 class _Reader:
@@ -274,6 +278,7 @@ def parse_config(path: Path) -> TaskConfig:
     workdir = environment.string("workdir")
     if workdir is not None and not workdir.startswith("/"):
         raise HarborFormatError(f"{path}: environment.workdir must be an absolute path, got {workdir!r}")
+    not_honoured = _not_honoured(data, agent, verifier, environment)
     return TaskConfig(
         schema_version=str(data.get("schema_version") or data.get("version") or "1.0"),
         name=task.string("name"),
@@ -294,6 +299,7 @@ def parse_config(path: Path) -> TaskConfig:
         storage_mb=storage_mb,
         gpus=environment.integer("gpus", minimum=0),
         gpu_types=tuple(t.strip() for t in gpu_types),
+        tpu=bool(environment.table.get("tpu")),
         network_mode=network_mode,
         allowed_hosts=tuple(hosts),
         workdir=workdir,
@@ -303,7 +309,39 @@ def parse_config(path: Path) -> TaskConfig:
         solution_env=solution.strings("env"),
         artifacts=_artifacts(path, data.get("artifacts")),
         multi_step=bool(data.get("steps")),
+        not_honoured=not_honoured,
     )
+
+
+#: Fields Harbor knows that no run here honours, and why (the plugin's README lists every field).
+NOT_HONOURED = {
+    "agent.network_mode": "a per-phase network policy: the agent runs with [environment]'s network",
+    "agent.allowed_hosts": "a per-phase network policy: the agent runs with [environment]'s network",
+    "verifier.network_mode": "a per-phase network policy: the verifier runs with [environment]'s network",
+    "verifier.allowed_hosts": "a per-phase network policy: the verifier runs with [environment]'s network",
+    "verifier.collect": "collect hooks run in docker compose services, which environments here do not have",
+    "environment.mcp_servers": "MCP servers are not handed to the agents",
+    "environment.skills_dir": "skills are not handed to the agents",
+}
+
+
+def _not_honoured(data: Mapping[str, Any], agent: _Reader, verifier: _Reader, environment: _Reader) -> tuple[str, ...]:
+    present = {f"agent.{k}" for k in agent.table} | {f"verifier.{k}" for k in verifier.table} | \
+        {f"environment.{k}" for k in environment.table}
+    out = [f"{name} ({why})" for name, why in NOT_HONOURED.items() if name in present and _given(data, name)]
+    given = data.get("artifacts")
+    artifacts: list[Any] = given if isinstance(given, list) else []
+    if any(isinstance(a, dict) and a.get("service") not in (None, "main") for a in artifacts):
+        out.append("artifacts[].service (there are no compose services: artifacts come from the main container)")
+    if any(isinstance(a, dict) and a.get("destination") for a in artifacts):
+        out.append("artifacts[].destination (collected under outputs/ by their path in the environment)")
+    return tuple(out)
+
+
+def _given(data: Mapping[str, Any], dotted: str) -> bool:
+    section, _, key = dotted.partition(".")
+    value = (data.get(section) or {}).get(key)
+    return value not in (None, [], {}, "")
 
 
 @dataclass(frozen=True)
