@@ -114,6 +114,26 @@ class EnvironmentSpec:
                              f"got {self.security!r}")
 
 
+#: The network policies an environment session may be switched to (:meth:`EnvironmentSession.set_network`).
+NETWORK_MODES = ("public", "no-network", "allowlist")
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """What a session may reach from now on: ``public`` (the environment's network), ``no-network`` (no route at
+    all) or ``allowlist`` (only ``allowed_hosts``: host names, ``*.`` wildcards, IP addresses and CIDR ranges,
+    through an egress proxy the environment starts; ``HTTP_PROXY``/``HTTPS_PROXY`` point at it)."""
+
+    mode: str = "public"
+    allowed_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in NETWORK_MODES:
+            raise ValueError(f"NetworkPolicy.mode must be one of {', '.join(NETWORK_MODES)}, got {self.mode!r}")
+        if self.allowed_hosts and self.mode != "allowlist":
+            raise ValueError("NetworkPolicy.allowed_hosts is only valid with mode='allowlist'")
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """Outcome of ``EnvironmentSession.exec``. ``returncode`` is -9 style negative for a killed process."""

@@ -60,6 +60,7 @@ from agentcompass.runtime import (
 from agentcompass.runtime.benchmark import EvaluationEnvironmentMode
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.metrics import MetricContract, make_metric_contract
+from agentcompass.runtime.types import NetworkPolicy
 
 from agentcompass_harbor import catalog, datasets, gpus, scripts
 from agentcompass_harbor import config as config_module
@@ -256,7 +257,9 @@ class HarborBenchmark(BaseBenchmark):
             self._refuse_imageless(req)
         resolved = self._task(task)
         harbor, config = resolved.task, resolved.task.config
-        network = config.network_mode != "no-network" if self.network == "task" else self.network == "on"
+        # The container starts with the agent phase's network (an allowlist starts without one; prepare_task
+        # puts the proxy in front), unless -b network= says on or off for every phase.
+        network = config.network.agent.mode == "public" if self.network == "task" else self.network == "on"
         fields: dict[str, Any] = {"workdir": resolved.workdir, "env": dict(resolved.env), "network": network}
         if self._builds(harbor):
             fields.update(build_context=str(harbor.environment_dir.resolve()), dockerfile="Dockerfile")
@@ -321,6 +324,8 @@ class HarborBenchmark(BaseBenchmark):
         config = resolved.task.config
         if config.gpus:
             await gpus.require(env, config.gpus, config.gpu_types)
+        if self.network == "task" and config.network.agent.mode == "allowlist":
+            await _switch_network(env, config.network.agent, task.task_id, "agent")
         check = config.healthcheck
         if check is not None:
             await _healthcheck(env, check.command, check.retries, check.interval_sec, check.timeout_sec,
@@ -427,6 +432,12 @@ class HarborBenchmark(BaseBenchmark):
         with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
             staged = await asyncio.to_thread(layout.staged_copy, harbor.tests_dir, Path(scratch))
             executables = await put_tree(env, staged, staging)
+        phases = harbor.config.network
+        # What the environment has now: the agent's policy, or — a fresh one — what it started with.
+        current = NetworkPolicy("public" if phases.agent.mode == "public" else "no-network") if fresh \
+            else phases.agent
+        if self.network == "task" and phases.verifier != current:
+            await _switch_network(env, phases.verifier, task.task_id, "verifier")
         timeout, why = self._verifier_timeout(harbor, plan)
         script = scripts.verify(layout, staging, placed_back, [f"artifacts/{name}" for name in uploaded],
                                 executables)
@@ -512,6 +523,16 @@ async def _healthcheck(env: EnvironmentSession, command: str, retries: int, inte
                 raise RuntimeError(f"the environment's healthcheck failed {failures} times: "
                                    f"{_one_line(check.stderr or check.stdout)}")
         await asyncio.sleep(start_interval if in_start else interval)
+
+
+async def _switch_network(env: EnvironmentSession, policy: NetworkPolicy, task_id: str, phase: str) -> None:
+    """The ``phase``'s network policy from now on; an environment that cannot switch says so in the log (the
+    phase then runs with the environment's network as it is)."""
+    try:
+        await env.set_network(policy)
+    except NotImplementedError as exc:
+        log.warning("harbor.network_policy_not_enforced", task_id=task_id, phase=phase, mode=policy.mode,
+                    error=str(exc))
 
 
 def _require(env: EnvironmentSession | None, phase: str) -> EnvironmentSession:

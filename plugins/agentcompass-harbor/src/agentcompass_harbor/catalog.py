@@ -106,8 +106,6 @@ def verification_mode(tasks: Mapping[str, Resolved], verify: str, path: Path | s
 def unsupported(task: HarborTask) -> list[str]:
     """Fields of the task that are read but not honoured (recorded with the task)."""
     config, out = task.config, []
-    if config.network_mode == "allowlist":
-        out.append("network_mode=allowlist (the network is on, unrestricted)")
     if config.verifier_environment:
         out.append("[verifier.environment] (the verifier runs in the agent's image)")
     if config.verifier_user and config.verifier_user != config.agent_user:

@@ -29,6 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentcompass.runtime.types import NetworkPolicy
+
+from agentcompass_harbor import network as network_module
+from agentcompass_harbor.network import PhasePolicies
+
 CONFIG = "task.toml"
 INSTRUCTION = "instruction.md"
 NETWORK_MODES = ("public", "no-network", "allowlist")
@@ -84,6 +89,8 @@ class TaskConfig:
     tpu: bool = False
     network_mode: str = "public"
     allowed_hosts: tuple[str, ...] = ()
+    #: What the agent and the verifier may reach (:mod:`agentcompass_harbor.network`).
+    network: PhasePolicies = field(default_factory=lambda: network_module.phases(NetworkPolicy(), None, None))
     workdir: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     os: str = "linux"
@@ -266,9 +273,13 @@ def parse_config(path: Path) -> TaskConfig:
     if network_mode not in NETWORK_MODES:
         raise HarborFormatError(f"{path}: environment.network_mode must be one of {', '.join(NETWORK_MODES)}, "
                                 f"got {network_mode!r}")
-    hosts = environment.table.get("allowed_hosts") or []
-    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
-        raise HarborFormatError(f"{path}: environment.allowed_hosts must be a list of host names")
+    hosts = _hosts(path, environment, "environment")
+    try:
+        baseline = network_module.policy(network_mode, hosts)
+        phases = network_module.phases(baseline, _phase_policy(path, agent, "agent"),
+                                       _phase_policy(path, verifier, "verifier"))
+    except network_module.NetworkConfigError as exc:
+        raise HarborFormatError(f"{path}: {exc}") from None
     gpu_types = environment.table.get("gpu_types") or []
     if not isinstance(gpu_types, list) or not all(isinstance(t, str) and t.strip() for t in gpu_types):
         raise HarborFormatError(f"{path}: environment.gpu_types must be a list of GPU type names, got {gpu_types!r}")
@@ -301,7 +312,8 @@ def parse_config(path: Path) -> TaskConfig:
         gpu_types=tuple(t.strip() for t in gpu_types),
         tpu=bool(environment.table.get("tpu")),
         network_mode=network_mode,
-        allowed_hosts=tuple(hosts),
+        allowed_hosts=baseline.allowed_hosts,
+        network=phases,
         workdir=workdir,
         env=environment.strings("env"),
         os=os_name,
@@ -313,12 +325,31 @@ def parse_config(path: Path) -> TaskConfig:
     )
 
 
+def _hosts(path: Path, reader: _Reader, where: str) -> list[str] | None:
+    hosts = reader.table.get("allowed_hosts")
+    if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts)):
+        raise HarborFormatError(f"{path}: {where}.allowed_hosts must be a list of host names")
+    return hosts
+
+
+def _phase_policy(path: Path, reader: _Reader, where: str) -> NetworkPolicy | None:
+    """``[agent]`` / ``[verifier]``'s own policy, when it gives a ``network_mode``."""
+    mode, hosts = reader.string("network_mode"), _hosts(path, reader, where)
+    if mode is None:
+        if hosts is not None:
+            raise HarborFormatError(f"{path}: {where}.allowed_hosts is only valid when network_mode='allowlist'")
+        return None
+    if mode not in NETWORK_MODES:
+        raise HarborFormatError(f"{path}: {where}.network_mode must be one of {', '.join(NETWORK_MODES)}, "
+                                f"got {mode!r}")
+    try:
+        return network_module.policy(mode, hosts)
+    except network_module.NetworkConfigError as exc:
+        raise HarborFormatError(f"{path}: {where}: {exc}") from None
+
+
 #: Fields Harbor knows that no run here honours, and why (the plugin's README lists every field).
 NOT_HONOURED = {
-    "agent.network_mode": "a per-phase network policy: the agent runs with [environment]'s network",
-    "agent.allowed_hosts": "a per-phase network policy: the agent runs with [environment]'s network",
-    "verifier.network_mode": "a per-phase network policy: the verifier runs with [environment]'s network",
-    "verifier.allowed_hosts": "a per-phase network policy: the verifier runs with [environment]'s network",
     "verifier.collect": "collect hooks run in docker compose services, which environments here do not have",
     "environment.mcp_servers": "MCP servers are not handed to the agents",
     "environment.skills_dir": "skills are not handed to the agents",
