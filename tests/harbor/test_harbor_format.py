@@ -266,7 +266,7 @@ def test_invalid_task_directories_are_listed(tmp_path: Path) -> None:
     (tmp_path / "no-instruction" / "instruction.md").unlink()
     with pytest.raises(UsageError, match="4 invalid task") as caught:
         HarborBenchmark(path=str(tmp_path))
-    for piece in ("no tests/test.sh", "multi-step", "only linux", "no instruction.md"):
+    for piece in ("no tests/test.sh", "steps/one: no instruction.md", "only linux", "no instruction.md"):
         assert piece in str(caught.value)
     with pytest.raises(UsageError, match="no task directory"):
         HarborBenchmark(path=str(tmp_path / "good" / "tests"))

@@ -47,12 +47,17 @@ RECORDED = {
     "artifacts.destination": ('artifacts = [{source = "/app/out", destination = "out"}]\n',
                               "artifacts[].destination"),
     "artifacts.exclude": ('artifacts = [{source = "/app/out", exclude = ["*.tmp"]}]\n', "artifacts[].exclude"),
+    "steps.healthcheck": ('[[steps]]\nname = "one"\n[steps.healthcheck]\ncommand = "true"\n',
+                          "steps[one].healthcheck"),
+    "steps.artifacts": ('[[steps]]\nname = "one"\nartifacts = ["/app/x"]\n', "steps[one].artifacts"),
+    "steps.agent": ('[[steps]]\nname = "one"\n[steps.agent]\nuser = "nobody"\n', "steps[one].agent.user"),
+    "steps.verifier": ('[[steps]]\nname = "one"\n[steps.verifier]\nuser = "nobody"\n',
+                       "steps[one].verifier.user"),
     "artifacts.service": ('artifacts = [{source = "/data/x", service = "db"}]\n', "artifacts[].service"),
 }
 
 #: Fields whose task is refused before any task starts, and the error's words.
 REFUSED_AT_START = {
-    "steps.name": ('[[steps]]\nname = "one"\n', "multi-step"),
     "environment.tpu": ('[environment.tpu]\ntype = "v6e"\ntopology = "2x2"\n', "TPU"),
     "environment.os": ('[environment]\nos = "windows"\n', "only linux"),
 }
@@ -78,7 +83,8 @@ def test_every_refused_and_recorded_field_is_recorded_when_given(tmp_path: Path)
     assert recorded_in_readme == set(RECORDED)
     for i, (field, (toml, words)) in enumerate(RECORDED.items()):
         root = tmp_path / f"t{i}"
-        write_task(root, "task", instruction="Do it.", test=REWARD_BY_EXIT, toml=toml)
+        write_task(root, "task", instruction="Do it.", test=REWARD_BY_EXIT, toml=toml,
+                   files={"steps/one/instruction.md": "Do step one."} if "[[steps]]" in toml else None)
         bench = HarborBenchmark(path=str(root))
         (spec,) = bench.load_tasks(RunRequest(benchmark="harbor", harness="nop", model="mock"))
         unsupported = spec.metadata["harbor"]["unsupported"]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -64,6 +65,7 @@ from agentcompass.runtime.types import NetworkPolicy
 
 from agentcompass_harbor import catalog, datasets, gpus, scripts
 from agentcompass_harbor import config as config_module
+from agentcompass_harbor import steps as steps_module
 from agentcompass_harbor.config import HarborTask
 from agentcompass_harbor.layout import CONTAINER, WORKDIR, Layout
 from agentcompass_harbor.rewards import PRIMARY, RewardError, read_rewards
@@ -197,8 +199,13 @@ class HarborBenchmark(BaseBenchmark):
             config = resolved.task.config
             data: dict[str, Any] = {"instruction": resolved.task.instruction,
                                     "verifier_timeout_sec": config.verifier_timeout_sec}
-            if config.agent_timeout_sec is not None:
-                data["agent_timeout_sec"] = config.agent_timeout_sec
+            agent_limit = config.agent_timeout_sec
+            if config.steps:  # the harness's limit: the task's, else the longest a step allows
+                data["steps"] = [step.name for step in config.steps]
+                step_limits = [step.agent_timeout_sec for step in config.steps if step.agent_timeout_sec]
+                agent_limit = agent_limit or (max(step_limits) if step_limits else None)
+            if agent_limit is not None:
+                data["agent_timeout_sec"] = agent_limit
             category = config.metadata.get(self.category_key) if self.category_key else None
             yield TaskSpec(
                 task_id=task_id,
@@ -288,6 +295,13 @@ class HarborBenchmark(BaseBenchmark):
         _ = req
         config = self._task(task).task.config
         timeouts = {"evaluate": config.verifier_timeout_sec + EVALUATE_SLACK + PHASE_MARGIN}
+        if config.steps:
+            # Each step's agent run, and each step's verification, is bounded by the run phase's timeout.
+            limits = [s.agent_timeout_sec or config.agent_timeout_sec for s in config.steps]
+            verifiers = [s.verifier_timeout_sec or config.verifier_timeout_sec for s in config.steps]
+            if all(limit is not None for limit in limits):
+                timeouts["run"] = max([*(lim for lim in limits if lim is not None), *verifiers]) + PHASE_MARGIN
+            return timeouts
         if config.agent_timeout_sec is not None:
             timeouts["run"] = config.agent_timeout_sec + PHASE_MARGIN
         return timeouts
@@ -303,6 +317,8 @@ class HarborBenchmark(BaseBenchmark):
     def instruction(self, task: TaskSpec, prepared: PreparedTask) -> str:
         """``instruction.md``; in the workdir layout (``local``) with the task's paths mapped."""
         text = str(task.data["instruction"])
+        if "step" in prepared.metadata:
+            text = self._task(task).task.step_instructions[int(prepared.metadata["step"])]
         layout = prepared.metadata.get("layout")
         if isinstance(layout, Mapping) and layout.get("kind") == WORKDIR:
             return Layout(WORKDIR, str(layout["workdir"]), str(layout["task_workdir"])).rewrite(text)
@@ -333,6 +349,8 @@ class HarborBenchmark(BaseBenchmark):
         return PreparedTask(task_id=task.task_id, metadata={
             "layout": {"kind": layout.kind, "workdir": layout.workdir, "task_workdir": layout.task_workdir},
             "verify": self.evaluation_environment_mode,
+            # A multi-step task: the step under way, and each finished step's record (a list they append to).
+            **({"step": 0, "steps": []} if config.steps else {}),
         })
 
     async def apply_reference_solution(
@@ -347,14 +365,19 @@ class HarborBenchmark(BaseBenchmark):
         exit status is recorded; the verifier decides the reward."""
         resolved, env = self._task(task), _require(env, "apply_reference_solution")
         harbor = resolved.task
-        if harbor.solve_script is None:
-            raise RuntimeError(f"task {task.task_id!r} has no solution/solve.sh, so the oracle cannot run it")
+        solution_dir, limit = harbor.solution_dir, harbor.config.agent_timeout_sec
+        if "step" in prepared.metadata:  # a multi-step task: the step's solution/ (else the task's), its limit
+            index = int(prepared.metadata["step"])
+            solution_dir = harbor.step_solution_dir(index)
+            limit = harbor.config.steps[index].agent_timeout_sec or limit
+        if not (solution_dir / "solve.sh").is_file():
+            raise RuntimeError(f"task {task.task_id!r} has no {solution_dir.relative_to(harbor.directory)}/solve.sh, "
+                               "so the oracle cannot run it")
         layout = self._layout(plan, env, resolved)
         staging = _staging(layout, "solution")
         with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
-            staged = await asyncio.to_thread(layout.staged_copy, harbor.solution_dir, Path(scratch))
+            staged = await asyncio.to_thread(layout.staged_copy, solution_dir, Path(scratch))
             executables = await put_tree(env, staged, staging)
-        limit = harbor.config.agent_timeout_sec
         started = time.perf_counter()
         solved = await env.exec(
             ["sh", "-c", scripts.move_in_and_run(staging, layout.solution, "solve.sh", executables), "solve"],
@@ -365,7 +388,9 @@ class HarborBenchmark(BaseBenchmark):
         if solved.returncode == scripts.SETUP_FAILED and not solved.timed_out:
             raise RuntimeError(f"cannot put the solution in place: {_one_line(output)}")
         if plan.artifacts_dir:
-            await asyncio.to_thread(_write, Path(plan.artifacts_dir) / "agent" / "oracle.txt", output)
+            name = f"oracle-{harbor.config.steps[int(prepared.metadata['step'])].name}.txt" \
+                if "step" in prepared.metadata else "oracle.txt"
+            await asyncio.to_thread(_write, Path(plan.artifacts_dir) / "agent" / name, output)
         record = {"returncode": None if solved.timed_out else solved.returncode, "seconds": round(seconds, 6),
                   "output_tail": _tail(output)}
         if solved.timed_out:
@@ -374,6 +399,52 @@ class HarborBenchmark(BaseBenchmark):
                              error_phase="run", artifacts={"oracle": record})
         return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
                          artifacts={"oracle": record})
+
+    async def next_step(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        result: RunResult,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> PreparedTask | None:
+        """A multi-step task: verify the step the agent just finished (its ``tests/`` over the task's, its
+        verifier's limit and variables), record it, and give the next step — unless this was the last, its
+        verifier failed, or its reward is under its ``min_reward`` (Harbor stops there too)."""
+        resolved = self._task(task)
+        harbor = resolved.task
+        if not harbor.config.steps:
+            return None
+        env = _require(env, "next_step")
+        index = int(prepared.metadata["step"])
+        step = harbor.config.steps[index]
+        layout = self._layout(plan, env, resolved)
+        phases = harbor.config.network
+        switching = self.network == "task" and phases.verifier != phases.agent
+        if switching:
+            await _switch_network(env, phases.verifier, task.task_id, "verifier")
+        timeout = step.verifier_timeout_sec or harbor.config.verifier_timeout_sec
+        with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
+            tests = await asyncio.to_thread(_merged_tests, harbor, index, Path(scratch))
+            try:
+                verified = await self._verify(env, layout, plan, tests, timeout, "the step's verifier timeout_sec",
+                                              {**resolved.verifier_env, **step.verifier_env},
+                                              f"steps/{step.name}/verifier", [], [])
+                record: dict[str, Any] = {"name": step.name, "rewards": verified["rewards"], "verifier": verified}
+            except RuntimeError as exc:
+                record = {"name": step.name, "error": str(exc)}
+        records = prepared.metadata["steps"]
+        records.append(record)
+        stop = steps_module.stop_reason(record, step.min_reward)
+        if stop is not None:
+            record["stopped"] = stop
+            log.info("harbor.steps_stopped", task_id=task.task_id, step=step.name, reason=stop)
+        if stop is not None or index + 1 == len(harbor.config.steps):
+            return None
+        if switching:
+            await _switch_network(env, phases.agent, task.task_id, "agent")
+        return PreparedTask(task_id=task.task_id, metadata={**prepared.metadata, "step": index + 1})
 
     async def collect_artifacts(
         self,
@@ -417,10 +488,16 @@ class HarborBenchmark(BaseBenchmark):
         plan: ExecutionPlan,
         env: EnvironmentSession | None = None,
     ) -> RunResult:
-        """Run ``tests/test.sh`` and read the reward (see the module's documentation)."""
+        """Run ``tests/test.sh`` and read the reward (see the module's documentation); a multi-step task's
+        reward comes from its steps' (verified after each, :meth:`next_step`) as Harbor computes it."""
         if result.status is not TaskStatus.COMPLETED or result.error:
             return replace(result, metrics={})
-        resolved, env = self._task(task), _require(env, "evaluate")
+        resolved = self._task(task)
+        if resolved.task.config.steps:
+            records = list(prepared.metadata.get("steps") or [])
+            rewards = steps_module.combine(records, resolved.task.config.reward_strategy)
+            return replace(result, metrics=rewards, artifacts={**result.artifacts, "steps": records})
+        env = _require(env, "evaluate")
         harbor = resolved.task
         layout = self._layout(plan, env, resolved)
         fresh = self.evaluation_environment_mode == "fresh"
@@ -428,10 +505,6 @@ class HarborBenchmark(BaseBenchmark):
         placed_back = [(f"artifacts/{OUTPUTS}/{rel}", layout.place("/" + rel)) for rel in outputs
                        if rel != AGENT_LOGS]
         uploaded = await asyncio.to_thread(_entries, plan.artifacts_dir) if fresh else []
-        staging = _staging(layout, "tests")
-        with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
-            staged = await asyncio.to_thread(layout.staged_copy, harbor.tests_dir, Path(scratch))
-            executables = await put_tree(env, staged, staging)
         phases = harbor.config.network
         # What the environment has now: the agent's policy, or — a fresh one — what it started with.
         current = NetworkPolicy("public" if phases.agent.mode == "public" else "no-network") if fresh \
@@ -439,21 +512,38 @@ class HarborBenchmark(BaseBenchmark):
         if self.network == "task" and phases.verifier != current:
             await _switch_network(env, phases.verifier, task.task_id, "verifier")
         timeout, why = self._verifier_timeout(harbor, plan)
+        verified = await self._verify(env, layout, plan, harbor.tests_dir, timeout, why, resolved.verifier_env,
+                                      "verifier", placed_back, uploaded)
+        return replace(
+            result,
+            metrics=verified["rewards"],
+            artifacts={**result.artifacts, "verifier": {**verified, "environment": "fresh" if fresh else "shared"}},
+        )
+
+    async def _verify(self, env: EnvironmentSession, layout: Layout, plan: ExecutionPlan, tests_dir: Path,
+                      timeout: float, why: str, verifier_env: Mapping[str, str], where: str,
+                      placed_back: list[tuple[str, str]], uploaded: list[str]) -> dict[str, Any]:
+        """Run the verifier of ``tests_dir`` (its ``test.sh``) and read its reward; ``/logs/verifier`` and its
+        output are kept under the attempt's artifacts at ``where``."""
+        staging = _staging(layout, "tests")
+        with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
+            staged = await asyncio.to_thread(layout.staged_copy, tests_dir, Path(scratch))
+            executables = await put_tree(env, staged, staging)
         script = scripts.verify(layout, staging, placed_back, [f"artifacts/{name}" for name in uploaded],
                                 executables)
         started = time.perf_counter()
-        run = await env.exec(["sh", "-c", script, "verify"], timeout=timeout, env=dict(resolved.verifier_env))
+        run = await env.exec(["sh", "-c", script, "verify"], timeout=timeout, env=dict(verifier_env))
         seconds = time.perf_counter() - started
         report = scripts.parse_report(run.stderr)
         output = run.stdout + (("\n" + report.stderr) if report.stderr.strip() else "")
         if run.returncode == scripts.SETUP_FAILED and not run.timed_out:
             raise RuntimeError(f"cannot set up the verification: {_one_line(output)}")
         with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
-            host_dir = Path(plan.artifacts_dir) / "verifier" if plan.artifacts_dir else Path(scratch) / "verifier"
+            host_dir = Path(plan.artifacts_dir) / where if plan.artifacts_dir else Path(scratch) / "verifier"
             if not run.timed_out:
                 await self._keep_verifier_dir(env, layout, report, host_dir)
             await asyncio.to_thread(_write, host_dir / VERIFIER_OUTPUT, output)
-            saved = f"; its output is in the attempt's artifacts (verifier/{VERIFIER_OUTPUT})" \
+            saved = f"; its output is in the attempt's artifacts ({where}/{VERIFIER_OUTPUT})" \
                 if plan.artifacts_dir else ""
             if run.timed_out:
                 raise RuntimeError(f"the verifier timed out after {timeout:g} s ({why}){saved}; "
@@ -463,18 +553,8 @@ class HarborBenchmark(BaseBenchmark):
             except RewardError as exc:
                 status = f"exit status {run.returncode}" if run.returncode >= 0 else f"killed ({run.returncode})"
                 raise RuntimeError(f"{exc} (the verifier's {status}){saved}; output: {_one_line(output)}") from None
-        return replace(
-            result,
-            metrics=rewards,
-            artifacts={**result.artifacts, "verifier": {
-                "reward_file": source,
-                "rewards": rewards,
-                "returncode": run.returncode,
-                "seconds": round(seconds, 6),
-                "output_tail": _tail(output),
-                "environment": "fresh" if fresh else "shared",
-            }},
-        )
+        return {"reward_file": source, "rewards": rewards, "returncode": run.returncode,
+                "seconds": round(seconds, 6), "output_tail": _tail(output)}
 
     def _verifier_timeout(self, task: HarborTask, plan: ExecutionPlan) -> tuple[float, str]:
         own = task.config.verifier_timeout_sec
@@ -501,6 +581,16 @@ class HarborBenchmark(BaseBenchmark):
         except Exception as exc:  # gone: no reward file, reported as such
             log.info("harbor.verifier_dir_missing", error=str(exc)[:200])
             await asyncio.to_thread(target.mkdir, parents=True, exist_ok=True)
+
+
+def _merged_tests(task: HarborTask, index: int, scratch: Path) -> Path:
+    """A step's tests as Harbor gives them: the task's ``tests/`` with the step's ``tests/`` copied over it."""
+    target = scratch / "tests"
+    target.mkdir()
+    for source in (task.tests_dir, task.step_tests_dir(index)):
+        if source is not None and source.is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+    return target
 
 
 def _staging(layout: Layout, what: str) -> str:

@@ -47,13 +47,15 @@ def load_dirs(found: Sequence[tuple[str, Path]], where: str, *, pass_env: Collec
     for task_id, directory in found:
         try:
             task = read_task(directory, task_id)
-            if task.config.multi_step:
-                raise HarborFormatError(f"{directory}: multi-step tasks ([[steps]]) are not supported")
+            for index, step in enumerate(task.config.steps):
+                if task.step_test_script(index) is None:
+                    raise HarborFormatError(f"{directory}: step {step.name!r} has no test script "
+                                            f"(steps/{step.name}/tests/test.sh or tests/test.sh)")
             if task.config.tpu:
                 raise HarborFormatError(f"{directory}: TPU tasks ([environment.tpu]) need Harbor's GKE environment")
             if task.config.os != "linux":
                 raise HarborFormatError(f"{directory}: only linux tasks are supported (os = {task.config.os!r})")
-            if task.test_script is None:
+            if task.test_script is None and not task.config.steps:
                 raise HarborFormatError(f"{directory}: no tests/test.sh")
             tasks[task_id] = _resolve(task, pass_env, host, default_workdir, builds(task))
         except (HarborFormatError, templates.TemplateError) as exc:

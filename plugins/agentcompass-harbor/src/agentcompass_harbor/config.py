@@ -23,6 +23,7 @@ the key.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,6 +64,24 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One ``[[steps]]`` entry: its own instruction (``steps/NAME/instruction.md``), agent time limit, verifier
+    (``steps/NAME/tests/``, over the task's ``tests/``), and the reward it must reach for the next to run."""
+
+    name: str
+    agent_timeout_sec: float | None = None
+    verifier_timeout_sec: float | None = None
+    verifier_env: Mapping[str, str] = field(default_factory=dict)
+    #: ``reward`` at least this (a number), or each named key at least its value (a table); else the steps after
+    #: this one do not run.
+    min_reward: float | Mapping[str, float] | None = None
+
+
+STEP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+REWARD_STRATEGIES = ("mean", "final")
+
+
+@dataclass(frozen=True)
 class TaskConfig:
     schema_version: str = "1.0"
     name: str | None = None
@@ -98,6 +117,9 @@ class TaskConfig:
     solution_env: Mapping[str, str] = field(default_factory=dict)
     artifacts: tuple[Artifact, ...] = ()
     multi_step: bool = False
+    steps: tuple[Step, ...] = ()
+    #: How a multi-step task's reward comes from its steps' (``multi_step_reward_strategy``, default ``mean``).
+    reward_strategy: str = "mean"
     #: Fields the task declares that are read but not honoured here (named as ``section.key``, with why).
     not_honoured: tuple[str, ...] = ()
 
@@ -290,6 +312,11 @@ def parse_config(path: Path) -> TaskConfig:
     if workdir is not None and not workdir.startswith("/"):
         raise HarborFormatError(f"{path}: environment.workdir must be an absolute path, got {workdir!r}")
     not_honoured = _not_honoured(data, agent, verifier, environment)
+    steps, step_notes = _steps(path, data.get("steps"))
+    strategy = data.get("multi_step_reward_strategy") or "mean"
+    if strategy not in REWARD_STRATEGIES:
+        raise HarborFormatError(f"{path}: multi_step_reward_strategy must be one of {', '.join(REWARD_STRATEGIES)}, "
+                                f"got {strategy!r}")
     return TaskConfig(
         schema_version=str(data.get("schema_version") or data.get("version") or "1.0"),
         name=task.string("name"),
@@ -320,9 +347,57 @@ def parse_config(path: Path) -> TaskConfig:
         healthcheck=_healthcheck(environment.table_of("healthcheck")),
         solution_env=solution.strings("env"),
         artifacts=_artifacts(path, data.get("artifacts")),
-        multi_step=bool(data.get("steps")),
-        not_honoured=not_honoured,
+        multi_step=bool(steps),
+        steps=steps,
+        reward_strategy=strategy,
+        not_honoured=not_honoured + step_notes,
     )
+
+
+#: Fields of a step that no run here honours, and why.
+STEP_NOT_HONOURED = {
+    "agent.user": "a step runs as the task's agent user",
+    "agent.network_mode": "a step runs with the task's agent network policy",
+    "verifier.user": "a step's verifier runs as the environment's user",
+    "verifier.network_mode": "a step's verifier runs with the task's verifier network policy",
+    "verifier.environment": "a step is verified in the agent's environment",
+    "healthcheck": "a step's own healthcheck is not run (the task's runs once)",
+    "artifacts": "a step's own artifacts are not collected (the task's are, after the last step)",
+}
+
+
+def _steps(path: Path, value: Any) -> tuple[tuple[Step, ...], tuple[str, ...]]:
+    if not value:
+        return (), ()
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise HarborFormatError(f"{path}: steps must be an array of tables ([[steps]])")
+    steps, notes, seen = [], [], set()
+    for i, row in enumerate(value):
+        reader = _Reader(path, row, f"steps[{i}]")
+        name = reader.string("name")
+        if not name or not STEP_NAME.match(name):
+            raise HarborFormatError(f"{path}: steps[{i}].name must be a portable directory name, got {name!r}")
+        if name.lower() in seen:
+            raise HarborFormatError(f"{path}: step names must be unique: {name!r}")
+        seen.add(name.lower())
+        agent, verifier = reader.table_of("agent"), reader.table_of("verifier")
+        min_reward = row.get("min_reward")
+        if min_reward is not None:
+            if isinstance(min_reward, dict):
+                if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in min_reward.values()):
+                    raise HarborFormatError(f"{path}: steps[{i}].min_reward must map reward keys to numbers")
+                min_reward = {str(k): float(v) for k, v in min_reward.items()}
+            elif isinstance(min_reward, (int, float)) and not isinstance(min_reward, bool):
+                min_reward = float(min_reward)
+            else:
+                raise HarborFormatError(f"{path}: steps[{i}].min_reward must be a number or a table of numbers")
+        steps.append(Step(name=name, agent_timeout_sec=agent.number("timeout_sec"),
+                          verifier_timeout_sec=verifier.number("timeout_sec"), verifier_env=verifier.strings("env"),
+                          min_reward=min_reward))
+        given = {f"agent.{k}" for k in agent.table} | {f"verifier.{k}" for k in verifier.table} | set(row)
+        notes += [f"steps[{name}].{key} ({why})" for key, why in STEP_NOT_HONOURED.items()
+                  if key in given and key.split(".")[-1] != "allowed_hosts"]
+    return tuple(steps), tuple(notes)
 
 
 def _hosts(path: Path, reader: _Reader, where: str) -> list[str] | None:
@@ -383,6 +458,27 @@ class HarborTask:
     directory: Path
     config: TaskConfig
     instruction: str
+    #: A multi-step task's instructions, one per step (``steps/NAME/instruction.md``).
+    step_instructions: tuple[str, ...] = ()
+
+    def step_dir(self, index: int) -> Path:
+        return self.directory / "steps" / self.config.steps[index].name
+
+    def step_tests_dir(self, index: int) -> Path | None:
+        """The step's ``tests/``, when it has one (copied over the task's ``tests/`` for its verifier)."""
+        path = self.step_dir(index) / "tests"
+        return path if path.is_dir() else None
+
+    def step_test_script(self, index: int) -> Path | None:
+        tests = self.step_tests_dir(index)
+        if tests is not None and (tests / "test.sh").is_file():
+            return tests / "test.sh"
+        return self.test_script
+
+    def step_solution_dir(self, index: int) -> Path:
+        """The step's ``solution/`` when it has one, else the task's."""
+        path = self.step_dir(index) / "solution"
+        return path if path.is_dir() else self.solution_dir
 
     @property
     def environment_dir(self) -> Path:
@@ -412,8 +508,25 @@ class HarborTask:
         return path if path.is_file() else None
 
 
+def _read_instruction(instruction_path: Path) -> str:
+    try:
+        instruction = instruction_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarborFormatError(f"{instruction_path.parent}: no {INSTRUCTION}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarborFormatError(f"{instruction_path}: cannot read it ({exc})") from None
+    if not instruction.strip():
+        raise HarborFormatError(f"{instruction_path} is empty")
+    return instruction
+
+
 def read_task(directory: Path, task_id: str) -> HarborTask:
     config = parse_config(directory / CONFIG)
+    if config.steps:
+        step_instructions = tuple(_read_instruction(directory / "steps" / s.name / INSTRUCTION)
+                                  for s in config.steps)
+        return HarborTask(task_id=task_id, directory=directory, config=config, instruction=step_instructions[0],
+                          step_instructions=step_instructions)
     instruction_path = directory / INSTRUCTION
     try:
         instruction = instruction_path.read_text(encoding="utf-8")
