@@ -185,3 +185,29 @@ def test_the_steps_combine_as_harbors_trial_combines_them() -> None:
             assert ours is None and not harbor["rewards"], case
         if case["steps"][0] is not None:
             assert (stop_reason(records[0], case["min_reward"]) is not None) == harbor["stops"], case
+
+
+async def test_a_steps_workdir_and_setup_are_in_place_before_its_agent(tmp_path: Path) -> None:
+    root = two_steps(tmp_path / "t")
+    task = root / "two-steps"
+    write(task / "steps" / "two" / "workdir" / "data.txt", "seeded\n")
+    write(task / "steps" / "two" / "workdir" / "setup.sh", "echo ran > /app/setup.txt\n")
+    write(task / "steps" / "two" / "tests" / "test.sh", """\
+        #!/bin/bash
+        grep -qx seeded /app/data.txt && grep -qx ran /app/setup.txt && grep -qx b /app/b.txt
+        """ + REWARD_BY_EXIT)
+    run = await run_benchmark("harbor", "oracle", benchmark_args={"path": str(root)}, run_dir=tmp_path / "run")
+    result = run.result("two-steps")
+    assert [s["rewards"]["reward"] for s in result.artifacts["steps"]] == [1.0, 1.0], result.artifacts["steps"]
+
+
+@pytest.mark.docker
+async def test_two_steps_under_docker(tmp_path: Path) -> None:
+    from tests.helpers.docker_engine import require_engine
+
+    require_engine()
+    run = await run_benchmark("harbor", "oracle", environment="docker",
+                              benchmark_args={"path": str(two_steps(tmp_path / "t"))}, run_dir=tmp_path / "run")
+    result = run.result("two-steps")
+    assert result.metrics == {"reward": 1.0}, result.error
+    assert [s["name"] for s in result.artifacts["steps"]] == ["one", "two"]

@@ -346,6 +346,8 @@ class HarborBenchmark(BaseBenchmark):
         if check is not None:
             await _healthcheck(env, check.command, check.retries, check.interval_sec, check.timeout_sec,
                                check.start_period_sec, check.start_interval_sec)
+        if config.steps:
+            await _stage_step(env, layout, resolved, 0)
         return PreparedTask(task_id=task.task_id, metadata={
             "layout": {"kind": layout.kind, "workdir": layout.workdir, "task_workdir": layout.task_workdir},
             "verify": self.evaluation_environment_mode,
@@ -444,6 +446,7 @@ class HarborBenchmark(BaseBenchmark):
             return None
         if switching:
             await _switch_network(env, phases.agent, task.task_id, "agent")
+        await _stage_step(env, layout, resolved, index + 1)
         return PreparedTask(task_id=task.task_id, metadata={**prepared.metadata, "step": index + 1})
 
     async def collect_artifacts(
@@ -581,6 +584,26 @@ class HarborBenchmark(BaseBenchmark):
         except Exception as exc:  # gone: no reward file, reported as such
             log.info("harbor.verifier_dir_missing", error=str(exc)[:200])
             await asyncio.to_thread(target.mkdir, parents=True, exist_ok=True)
+
+
+async def _stage_step(env: EnvironmentSession, layout: Layout, resolved: catalog.Resolved, index: int) -> None:
+    """Before a step's agent runs, as Harbor does: ``steps/NAME/workdir/`` copied into the working directory,
+    then its ``setup.sh`` (when there is one) run there; a setup that fails fails the step."""
+    harbor = resolved.task
+    source = harbor.step_dir(index) / "workdir"
+    if not source.is_dir():
+        return
+    name = harbor.config.steps[index].name
+    workdir = layout.place(resolved.workdir)
+    staging = _staging(layout, "workdir")
+    with tempfile.TemporaryDirectory(prefix="agentcompass-harbor-") as scratch:
+        staged = await asyncio.to_thread(layout.staged_copy, source, Path(scratch))
+        await put_tree(env, staged, staging)
+    setup = 'if [ -f setup.sh ]; then bash setup.sh; fi' if (source / "setup.sh").is_file() else "true"
+    done = await env.exec(["sh", "-c", f'mkdir -p "$1" && cp -a "$2/." "$1/" && rm -rf "$2" && cd "$1" && {setup}',
+                           "stage", workdir, staging], timeout=600)
+    if done.returncode != 0 or done.timed_out:
+        raise RuntimeError(f"step {name!r}: its workdir/ or setup.sh failed: {_one_line(done.stderr or done.stdout)}")
 
 
 def _merged_tests(task: HarborTask, index: int, scratch: Path) -> Path:
