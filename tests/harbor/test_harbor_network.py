@@ -140,7 +140,8 @@ def test_hosts_are_normalized_as_harbor_normalizes_them() -> None:
 
 
 labels = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
-names = st.lists(labels, min_size=2, max_size=4).map(".".join)
+tlds = st.from_regex(r"[a-z]{2,6}", fullmatch=True)  # a name, never an IP address literal
+names = st.tuples(st.lists(labels, min_size=1, max_size=3), tlds).map(lambda p: ".".join([*p[0], p[1]]))
 
 
 @given(names, labels)
