@@ -41,9 +41,8 @@ RECORDED = {
     "verifier.environment": ('[verifier.environment]\ndocker_image = "python:3.11-slim"\n',
                              "[verifier.environment]"),
     "verifier.collect": ('[[verifier.collect]]\ncommand = "true"\n', "verifier.collect"),
-    "environment.mcp_servers": ('[[environment.mcp_servers]]\nname = "docs"\nurl = "http://docs:8000/sse"\n',
-                                "environment.mcp_servers"),
-    "environment.skills_dir": ('[environment]\nskills_dir = "/skills"\n', "environment.skills_dir"),
+    "environment.mcp_servers": ('[[environment.mcp_servers]]\nname = "docs"\nurl = "http://docs:8000/sse"\n'
+                                'headers = {Authorization = "Bearer ${TOKEN}"}\n', "mcp_servers[docs].headers"),
     "artifacts.destination": ('artifacts = [{source = "/app/out", destination = "out"}]\n',
                               "artifacts[].destination"),
     "artifacts.exclude": ('artifacts = [{source = "/app/out", exclude = ["*.tmp"]}]\n', "artifacts[].exclude"),

@@ -206,6 +206,10 @@ class HarborBenchmark(BaseBenchmark):
                 agent_limit = agent_limit or (max(step_limits) if step_limits else None)
             if agent_limit is not None:
                 data["agent_timeout_sec"] = agent_limit
+            if config.mcp_servers:  # handed to the installed agents that take them (agentcompass-agents)
+                data["mcp_servers"] = [dict(server) for server in config.mcp_servers]
+            if config.skills_dir:
+                data["skills_dir"] = config.skills_dir
             category = config.metadata.get(self.category_key) if self.category_key else None
             yield TaskSpec(
                 task_id=task_id,

@@ -104,6 +104,10 @@ class TaskConfig:
     storage_mb: int | None = None
     gpus: int | None = None
     gpu_types: tuple[str, ...] = ()
+    #: ``[[environment.mcp_servers]]``: ``{name, transport, url | command, args}`` each (headers left out).
+    mcp_servers: tuple[Mapping[str, Any], ...] = ()
+    #: ``[environment] skills_dir``: a directory in the environment whose skills the agent gets.
+    skills_dir: str | None = None
     #: An ``[environment.tpu]`` table was given.
     tpu: bool = False
     network_mode: str = "public"
@@ -305,6 +309,8 @@ def parse_config(path: Path) -> TaskConfig:
     gpu_types = environment.table.get("gpu_types") or []
     if not isinstance(gpu_types, list) or not all(isinstance(t, str) and t.strip() for t in gpu_types):
         raise HarborFormatError(f"{path}: environment.gpu_types must be a list of GPU type names, got {gpu_types!r}")
+    mcp_servers, mcp_notes = _mcp_servers(path, environment.table.get("mcp_servers"))
+    skills_dir = environment.string("skills_dir")
     os_name = (environment.string("os") or "linux").lower()
     if os_name not in ("linux", "windows"):
         raise HarborFormatError(f"{path}: environment.os must be 'linux' or 'windows', got {os_name!r}")
@@ -338,6 +344,8 @@ def parse_config(path: Path) -> TaskConfig:
         gpus=environment.integer("gpus", minimum=0),
         gpu_types=tuple(t.strip() for t in gpu_types),
         tpu=bool(environment.table.get("tpu")),
+        mcp_servers=mcp_servers,
+        skills_dir=skills_dir or None,
         network_mode=network_mode,
         allowed_hosts=baseline.allowed_hosts,
         network=phases,
@@ -350,7 +358,7 @@ def parse_config(path: Path) -> TaskConfig:
         multi_step=bool(steps),
         steps=steps,
         reward_strategy=strategy,
-        not_honoured=not_honoured + step_notes,
+        not_honoured=not_honoured + step_notes + mcp_notes,
     )
 
 
@@ -400,6 +408,40 @@ def _steps(path: Path, value: Any) -> tuple[tuple[Step, ...], tuple[str, ...]]:
     return tuple(steps), tuple(notes)
 
 
+MCP_TRANSPORTS = ("stdio", "sse", "streamable-http")
+
+
+def _mcp_servers(path: Path, value: Any) -> tuple[tuple[dict[str, Any], ...], tuple[str, ...]]:
+    """Harbor's ``MCPServerConfig`` checks: ``url`` for ``sse``/``streamable-http`` (``http`` is its alias),
+    ``command`` for ``stdio``; ``headers`` are recorded as not honoured."""
+    if not value:
+        return (), ()
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise HarborFormatError(f"{path}: environment.mcp_servers must be an array of tables")
+    servers, notes = [], []
+    for i, row in enumerate(value):
+        where = f"environment.mcp_servers[{i}]"
+        name, transport = row.get("name"), row.get("transport") or "sse"
+        transport = "streamable-http" if transport == "http" else transport
+        if not isinstance(name, str) or not name:
+            raise HarborFormatError(f"{path}: {where}.name must be a string")
+        if transport not in MCP_TRANSPORTS:
+            raise HarborFormatError(f"{path}: {where}.transport must be one of {', '.join(MCP_TRANSPORTS)}, "
+                                    f"got {transport!r}")
+        if transport != "stdio" and not isinstance(row.get("url"), str):
+            raise HarborFormatError(f"{path}: {where}: 'url' is required for transport '{transport}'")
+        if transport == "stdio" and not isinstance(row.get("command"), str):
+            raise HarborFormatError(f"{path}: {where}: 'command' is required for transport 'stdio'")
+        args = row.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise HarborFormatError(f"{path}: {where}.args must be a list of strings")
+        if row.get("headers"):
+            notes.append(f"environment.mcp_servers[{name}].headers (HTTP headers are not passed to the agent)")
+        servers.append({"name": name, "transport": transport, "url": row.get("url"),
+                        "command": row.get("command"), "args": list(args)})
+    return tuple(servers), tuple(notes)
+
+
 def _hosts(path: Path, reader: _Reader, where: str) -> list[str] | None:
     hosts = reader.table.get("allowed_hosts")
     if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts)):
@@ -426,8 +468,6 @@ def _phase_policy(path: Path, reader: _Reader, where: str) -> NetworkPolicy | No
 #: Fields Harbor knows that no run here honours, and why (the plugin's README lists every field).
 NOT_HONOURED = {
     "verifier.collect": "collect hooks run in docker compose services, which environments here do not have",
-    "environment.mcp_servers": "MCP servers are not handed to the agents",
-    "environment.skills_dir": "skills are not handed to the agents",
 }
 
 
