@@ -1,7 +1,11 @@
 """``harbor``: Harbor task directories (the format of Terminal-Bench 2 and many adapted datasets) as an
 agentcompass benchmark.
 
+    agentcompass run harbor react openai/MODEL -b dataset=terminal-bench@2.0 --env docker
     agentcompass run harbor react openai/MODEL -b path=TASKS --env docker
+
+Where the tasks come from: ``-b dataset=`` (:mod:`agentcompass_harbor.datasets`: Harbor's registry, a git
+repository; fetched and cached by content) or ``-b path=``.
 
 Per task (:mod:`agentcompass_harbor.config` reads the directory):
 
@@ -32,6 +36,12 @@ Verification runs in the agent's environment (Harbor's ``shared`` mode), or — 
 says ``environment_mode = "separate"``, or every task with ``-b verify=fresh`` — in a fresh environment from
 the same spec holding only the agent's declared outputs, for tasks where the agent could tamper with the
 verifier.
+
+Multi-step tasks (``[[steps]]``, :mod:`agentcompass_harbor.steps`): the harness runs once per step
+(:meth:`HarborBenchmark.next_step` verifies each step and gives the next); the reward is Harbor's combination.
+Each phase's network policy (:mod:`agentcompass_harbor.network`) is switched to before it runs
+(``EnvironmentSession.set_network``); ``gpus`` (:mod:`agentcompass_harbor.gpus`) are a device request, checked
+before the agent starts.
 """
 
 from __future__ import annotations
