@@ -273,6 +273,12 @@ def test_the_default_registry_is_harbors() -> None:
         "https://raw.githubusercontent.com/laude-institute/harbor/main/registry.json"
 
 
+def test_registry_paths_are_normalized() -> None:
+    (spec,) = parse_registry(json.dumps([{"name": "d", "version": "1", "tasks": [
+        {"name": "t", "git_url": "https://h/r", "path": "./tasks/t/"}]}]), "r.json")
+    assert spec.tasks[0].path == "tasks/t"
+
+
 def test_registry_rows_are_checked_with_the_key_named() -> None:
     with pytest.raises(RegistryError, match=r"demo@1 task #1: 'path' must be a string"):
         parse_registry(json.dumps([{"name": "demo", "version": "1", "tasks": [{"name": "t"}]}]), "r.json")

@@ -92,6 +92,7 @@ def _task(row: Any, where: str) -> RegistryTask:
         posix = PurePosixPath(path)
         if posix.is_absolute() or ".." in posix.parts:
             raise RegistryError(f"{where}: 'path' {path!r} must be relative to the repository, without '..'")
+        path = "" if str(posix) == "." else str(posix)  # "./tasks/x/" is tasks/x
     name = _string(row, "name", where)
     assert name is not None
     return RegistryTask(name=name, path=path, git_url=git_url,
