@@ -21,7 +21,7 @@ from tests.docs.readme_commands import ROOT, Command, commands
 LIMIT = 60.0
 #: Examples that need what the repository does not ship (a download), by a piece of their text: why.
 NEEDS_MORE = {
-    "path=tb2/": "Terminal-Bench 2's tasks, downloaded first with `harbor download`",
+    "dataset=terminal-bench@": "Harbor's registry and Terminal-Bench 2's repository, fetched over the network",
     "run swebench ": "SWE-bench's dataset files and instance images, downloaded first",
     "--executor-arg address=": "a Ray cluster (and a registry) started as its README's set-up shows",
 }

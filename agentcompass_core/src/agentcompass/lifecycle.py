@@ -298,6 +298,15 @@ class TaskAttempt:
             else:
                 running = ctx.harness.run(task, prepared, req, plan, env)
             result = _check_result(await _within(timeouts.get("run"), running), task, "run")
+            # A multi-step task: the harness runs again, in the same environment, for each step the benchmark
+            # gives (BaseBenchmark.next_step), each within the run phase's timeout.
+            while ctx.harness is not None and result.status is TaskStatus.COMPLETED:
+                step = await _within(timeouts.get("run"), bench.next_step(task, prepared, result, req, plan, env))
+                if step is None:
+                    break
+                prepared = self.prepared = step
+                result = _check_result(
+                    await _within(timeouts.get("run"), ctx.harness.run(task, prepared, req, plan, env)), task, "run")
         except Exception as exc:
             failure = classify("run", exc, timeouts.get("run"))
             retryable = failure.retryable

@@ -102,6 +102,21 @@ class BaseBenchmark:
             "instruction(task, prepared)"
         )
 
+    async def next_step(
+        self,
+        task: TaskSpec,
+        prepared: PreparedTask,
+        result: RunResult,
+        req: RunRequest,
+        plan: ExecutionPlan,
+        env: EnvironmentSession | None = None,
+    ) -> PreparedTask | None:
+        """After the harness's run completed: ``None`` (the default) ends the run phase; a :class:`PreparedTask`
+        runs the harness again, in the same environment, with it — a multi-step task's next step, whose
+        instruction :meth:`instruction` gives for that ``prepared``. The benchmark may verify the finished step
+        here (its time counts in the run phase's). The last ``prepared`` is the one ``evaluate`` gets."""
+        return None
+
     async def collect_artifacts(
         self,
         task: TaskSpec,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcompass.runtime.types import EnvironmentSpec, ExecResult
+from agentcompass.runtime.types import EnvironmentSpec, ExecResult, NetworkPolicy
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,11 @@ class EnvironmentSession(abc.ABC):
         :param env: variables added to the session's base environment for this call.
         :param cwd: directory to run in, relative to :attr:`workdir` or absolute.
         """
+
+    async def set_network(self, policy: NetworkPolicy) -> None:
+        """Switch what the session may reach from now on (a benchmark's per-phase network policy: the agent's,
+        then the verifier's). An environment that cannot raises :class:`NotImplementedError` (the default)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change its network")
 
     @abc.abstractmethod
     async def read_bytes(self, path: str) -> bytes:

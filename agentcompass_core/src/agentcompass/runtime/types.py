@@ -84,6 +84,11 @@ class EnvironmentSpec:
         way; the environment's own options (``--env-arg security=``) override it.
     :param build_args: build arguments (``--build-arg``) for ``build_context``; part of the image's cache key.
     :param build_timeout: seconds a build of this image may take; ``None``: the environment's default.
+    :param gpus: a device request for this many GPUs (``docker``: ``--gpus N``); an environment that cannot give
+        them fails to start, saying so. ``None``: none.
+    :param storage: a limit on the container's writable layer (docker syntax, e.g. ``"10240m"``), where the
+        engine supports it (``docker``: ``--storage-opt size=``, overlay2 on xfs with ``pquota``); where it does
+        not, the environment says so in a warning naming it and runs without. ``None``: no limit.
     """
 
     image: str = "python:3.11-slim"
@@ -100,11 +105,33 @@ class EnvironmentSpec:
     security: str = "hardened"
     build_args: Mapping[str, str] = field(default_factory=dict)
     build_timeout: float | None = None
+    gpus: int | None = None
+    storage: str | None = None
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_PROFILES:
             raise ValueError(f"EnvironmentSpec.security must be one of {', '.join(SECURITY_PROFILES)}, "
                              f"got {self.security!r}")
+
+
+#: The network policies an environment session may be switched to (:meth:`EnvironmentSession.set_network`).
+NETWORK_MODES = ("public", "no-network", "allowlist")
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """What a session may reach from now on: ``public`` (the environment's network), ``no-network`` (no route at
+    all) or ``allowlist`` (only ``allowed_hosts``: host names, ``*.`` wildcards, IP addresses and CIDR ranges,
+    through an egress proxy the environment starts; ``HTTP_PROXY``/``HTTPS_PROXY`` point at it)."""
+
+    mode: str = "public"
+    allowed_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in NETWORK_MODES:
+            raise ValueError(f"NetworkPolicy.mode must be one of {', '.join(NETWORK_MODES)}, got {self.mode!r}")
+        if self.allowed_hosts and self.mode != "allowlist":
+            raise ValueError("NetworkPolicy.allowed_hosts is only valid with mode='allowlist'")
 
 
 @dataclass(frozen=True)

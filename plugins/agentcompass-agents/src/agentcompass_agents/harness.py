@@ -51,6 +51,7 @@ from agentcompass.runtime.harness import LIMIT_OPTIONS, limits_from_options
 from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.options import boolean
 
+from agentcompass_agents import task_tools
 from agentcompass_agents.bundle.bundle import SUPERVISOR_PY
 from agentcompass_agents.catalog import DEFAULT_LIMITS, AgentSpec
 from agentcompass_agents.install import DEFAULT_BUILDER, Installer, stderr_progress
@@ -92,6 +93,9 @@ class Context:
     deadline: float | None
     #: The agent's bundle in the environment (``docker``), or None (the agent installed where it runs).
     bundle: str | None = None
+    #: MCP servers and a skills directory the task hands the agent (:mod:`agentcompass_agents.task_tools`).
+    mcp_servers: tuple[task_tools.McpServer, ...] = ()
+    skills_dir: str | None = None
 
 
 @dataclass
@@ -227,11 +231,16 @@ class InstalledAgent(BaseHarness):
         ctx = Context(agent_dir=agent_dir, home=posixpath.join(agent_dir, "home"), instruction=instruction,
                       instruction_file=posixpath.join(agent_dir, "instruction.md"), workdir=str(env.workdir),
                       model=endpoint.model, gateway=endpoint.env(), max_turns=self.max_turns, deadline=deadline,
-                      bundle=self.agent.bundle_dir(self.version) if bundled else None)
+                      bundle=self.agent.bundle_dir(self.version) if bundled else None,
+                      mcp_servers=task_tools.mcp_servers(task.data),
+                      skills_dir=str(task.data["skills_dir"]) if task.data.get("skills_dir") else None)
         await env.write_text(ctx.instruction_file, instruction)
         await env.write_text(posixpath.join(ctx.home, ".agentcompass"), "")
         for path, text in self.files(ctx).items():
             await env.write_text(path, text)
+        copy_skills = task_tools.skills_command(self.name, ctx.skills_dir, ctx.home)
+        if copy_skills is not None:
+            await env.exec(["sh", "-c", copy_skills], timeout=120)
         marker = posixpath.join(agent_dir, "stopped")
         variables = {**QUIET_ENV, **ctx.gateway, "HOME": ctx.home, **self.env(ctx)}
         budget = f"{deadline:g}" if deadline is not None else "inf"

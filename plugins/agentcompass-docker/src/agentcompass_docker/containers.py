@@ -10,6 +10,7 @@ in flight and for removals under way, then removes whatever still carries the ru
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import secrets
@@ -190,6 +191,8 @@ def plan_container(
         cgroup_parent=options.cgroup_parent if options.cgroup_parent not in ("", "auto") else None,
         pull="never",
         remove=exec_dir is not None and not options.keep,
+        gpus=spec.gpus or None,
+        storage=spec.storage,
     )
     return ContainerPlan(name, image, command, create, user, memory or "none", forward_port,
                          autoremove=create["remove"])
@@ -233,6 +236,10 @@ def run_arguments(plan: ContainerPlan) -> list[str]:
         args += ["--cgroup-parent", c["cgroup_parent"]]
     if c.get("remove"):
         args.append("--rm")
+    if c.get("gpus"):
+        args += ["--gpus", str(c["gpus"])]
+    if c.get("storage"):
+        args += ["--storage-opt", f"size={c['storage']}"]
     args += ["--pull", c["pull"], plan.image, *plan.command]
     return args
 
@@ -257,6 +264,8 @@ class Containers:
         self.engine = engine
         self.timeout = timeout
         self.start_timeout = start_timeout
+        #: The engine refused a storage limit (``--storage-opt``): later containers are created without one.
+        self.storage_unsupported = False
         self._cond = threading.Condition()
         self._creating = 0
         self._removing = 0
@@ -291,6 +300,8 @@ class Containers:
     def _create_and_start(self, plan: ContainerPlan) -> str:
         """``docker run --detach``: create and start in one CLI call (a CLI process costs the engine's host
         tens of milliseconds of CPU, which counts when many containers start at once)."""
+        if plan.create.get("storage") and self.storage_unsupported:
+            plan = dataclasses.replace(plan, create={**plan.create, "storage": None})
         try:
             # ``--rm``: a start the daemon refused leaves the CLI waiting (for a removal that never comes); asking
             # `docker start` of a slow one tells (it fails the same way at once) and ends the wait.
@@ -300,6 +311,18 @@ class Containers:
             self.remove_quietly(plan.name)  # a created container that did not start may exist under its name
             if isinstance(exc, EnvironmentUnavailable):
                 raise DockerException(["docker", "run"], 1, None, str(exc).encode()) from None
+            said = " ".join(str(getattr(exc, "stderr", None) or detail(exc)).split())
+            if plan.create.get("storage") and "--storage-opt is supported only" in said:
+                # The engine cannot limit storage (it needs overlay2 on xfs with pquota): said once, run without.
+                self.storage_unsupported = True
+                _note("warning", "docker.storage_limit_unsupported", storage=plan.create["storage"],
+                      error=said[:300])
+                return self._create_and_start(dataclasses.replace(plan, create={**plan.create, "storage": None}))
+            if plan.create.get("gpus") and "could not select device driver" in said:
+                raise DockerException(["docker", "run"], 1, None, (
+                    f"the task asks for {plan.create['gpus']} GPU(s) and this docker engine has none to give "
+                    f"(no GPU runtime: install the NVIDIA container toolkit, or run it where there are GPUs): "
+                    f"{said[:300]}").encode()) from None
             raise
         lines = output.strip().splitlines()
         if not lines:

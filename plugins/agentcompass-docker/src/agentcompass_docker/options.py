@@ -49,6 +49,8 @@ class DockerOptions:
     pids_limit: int | None = None
     #: Docker network for specs that ask for a network (``network=True``).
     network: str = "bridge"
+    #: The image of the egress proxy an ``allowlist`` network policy starts (it needs ``python3``).
+    egress_image: str = "python:3.11-slim"
     #: Docker daemon address (like ``DOCKER_HOST``) and CLI context.
     host: str | None = None
     context: str | None = None

@@ -536,6 +536,11 @@ class DockerProvider(EnvironmentProvider):
     async def close(self, session: EnvironmentSession) -> None:
         if not isinstance(session, DockerSession) or session.host is not self:
             return
+        if session.egress is not None:  # an allowlist's proxy and network go with the session
+            try:
+                await session.drop_network()
+            except Exception as exc:
+                log.warning("docker.egress_remove_failed", container=session.name, error=str(exc)[:300])
         session.shutdown()
         end = self._ends.get(session)
         if end is None:

@@ -18,11 +18,12 @@ from typing import Any
 
 from agentcompass.errors import InfrastructureError
 from agentcompass.runtime.environment import EnvironmentSession
-from agentcompass.runtime.types import EnvironmentSpec, ExecResult
+from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.types import EnvironmentSpec, ExecResult, NetworkPolicy
 from python_on_whales.exceptions import DockerException
 
-from agentcompass_docker import _scripts
-from agentcompass_docker.containers import ContainerPlan
+from agentcompass_docker import _scripts, egress
+from agentcompass_docker.containers import LABEL_MANAGED, LABEL_OWNER, LABEL_RUN, ContainerPlan, owner_label
 from agentcompass_docker.engine import file_error, says_gone
 from agentcompass_docker.exec_protocol import (
     CANCEL_KILL_WINDOW,
@@ -35,6 +36,8 @@ from agentcompass_docker.exec_protocol import (
 from agentcompass_docker.host import SessionHost
 from agentcompass_docker.tar import extract_download, tar_for_upload
 from agentcompass_docker.writes import WriteBatch
+
+log = get_logger(plugin="docker")
 
 #: Words of a docker client's stderr that point at the engine or the container, not at the command.
 _ENGINE_WORDS = ("error response from daemon", "cannot connect to the docker daemon", "error during connect")
@@ -80,6 +83,11 @@ class DockerSession(EnvironmentSession):
         self._writes = WriteBatch(host.options.write_delay, self._send_writes, self._closed_error)
         #: The container runs with ``--rm``: once gone, it may have been stopped or killed, not only removed.
         self.autoremove = plan.autoremove
+        self.run_id = str(plan.create.get("labels", {}).get(LABEL_RUN, ""))
+        #: The egress proxy of the current ``allowlist`` policy (:mod:`agentcompass_docker.egress`), if any.
+        self.egress: egress.Egress | None = None
+        #: Variables every ``exec`` gets under its own (the egress proxy's).
+        self.network_env: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"DockerSession({self.name!r}, task_id={self.task_id!r})"
@@ -168,7 +176,36 @@ class DockerSession(EnvironmentSession):
         if not argv:
             raise ValueError("exec needs a command")
         workdir = self.path(cwd) if cwd else self.workdir
-        return await self._exec([str(a) for a in argv], timeout, dict(env or {}), workdir)
+        return await self._exec([str(a) for a in argv], timeout, {**self.network_env, **(env or {})}, workdir)
+
+    async def set_network(self, policy: NetworkPolicy) -> None:
+        """``no-network``, ``public`` or ``allowlist`` from now on (see :mod:`agentcompass_docker.egress`)."""
+        if self.closed:
+            raise self._closed_error()
+        options, timeout = self.host.options, self.host.options.start_timeout
+        container = self.name
+        previous, self.egress, self.network_env = self.egress, None, {}
+        await self.engine.call(egress.isolate, self.engine, container, timeout)
+        if previous is not None:
+            await self.engine.call(egress.stop_egress, self.engine, previous, timeout)
+        if policy.mode == "public":
+            await self.engine.call(egress.connect, self.engine, container, options.network, timeout)
+        elif policy.mode == "allowlist":
+            labels = {LABEL_MANAGED: "1", LABEL_RUN: self.run_id, LABEL_OWNER: owner_label()}
+            started = await self.engine.call(
+                egress.start_egress, self.engine, container, list(policy.allowed_hosts), image=options.egress_image,
+                outside=options.network, labels=labels, timeout=timeout)
+            self.egress = started
+            await self.engine.call(egress.connect, self.engine, container, started.network, timeout)
+            self.network_env = started.env
+        log.info("docker.network_policy", container=container, mode=policy.mode,
+                 allowed_hosts=len(policy.allowed_hosts))
+
+    async def drop_network(self) -> None:
+        """Remove the egress proxy and its network, if any (the session is closing)."""
+        if self.egress is not None:
+            previous, self.egress = self.egress, None
+            await self.engine.call(egress.stop_egress, self.engine, previous, self.host.options.start_timeout)
 
     async def _exec(self, argv: list[str], timeout: float | None, env: dict[str, str], workdir: str) -> ExecResult:
         """``exec`` with its arguments checked and ``cwd`` resolved: one ``docker exec`` of the wrapper."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,24 +35,34 @@ def load(path: Path, *, pass_env: Collection[str], default_workdir: str,
     found = find_task_dirs(path)
     if not found:
         raise UsageError(f"harbor: no task directory (with a task.toml) at {path}")
+    return load_dirs(found, str(path), pass_env=pass_env, default_workdir=default_workdir, builds=builds)
+
+
+def load_dirs(found: Sequence[tuple[str, Path]], where: str, *, pass_env: Collection[str], default_workdir: str,
+              builds: Callable[[HarborTask], bool]) -> dict[str, Resolved]:
+    """The tasks ``(task_id, directory)`` of ``found`` (``where`` names them in errors)."""
     tasks: dict[str, Resolved] = {}
     problems: list[str] = []
     host = dict(os.environ)
     for task_id, directory in found:
         try:
             task = read_task(directory, task_id)
-            if task.config.multi_step:
-                raise HarborFormatError(f"{directory}: multi-step tasks ([[steps]]) are not supported")
+            for index, step in enumerate(task.config.steps):
+                if task.step_test_script(index) is None:
+                    raise HarborFormatError(f"{directory}: step {step.name!r} has no test script "
+                                            f"(steps/{step.name}/tests/test.sh or tests/test.sh)")
+            if task.config.tpu:
+                raise HarborFormatError(f"{directory}: TPU tasks ([environment.tpu]) need Harbor's GKE environment")
             if task.config.os != "linux":
                 raise HarborFormatError(f"{directory}: only linux tasks are supported (os = {task.config.os!r})")
-            if task.test_script is None:
+            if task.test_script is None and not task.config.steps:
                 raise HarborFormatError(f"{directory}: no tests/test.sh")
             tasks[task_id] = _resolve(task, pass_env, host, default_workdir, builds(task))
         except (HarborFormatError, templates.TemplateError) as exc:
             problems.append(str(exc))
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise UsageError(f"harbor: {len(problems)} invalid task(s) under {path}: {shown}")
+        raise UsageError(f"harbor: {len(problems)} invalid task(s) under {where}: {shown}")
     return tasks
 
 
@@ -75,7 +85,7 @@ def _resolve(task: HarborTask, pass_env: Collection[str], host: Mapping[str, str
     )
 
 
-def verification_mode(tasks: Mapping[str, Resolved], verify: str, path: Path) -> EvaluationEnvironmentMode:
+def verification_mode(tasks: Mapping[str, Resolved], verify: str, path: Path | str) -> EvaluationEnvironmentMode:
     """``reuse`` (Harbor's shared verifier) or ``fresh`` for the whole run: as ``-b verify=`` says, else as
     every task says; a directory that mixes both is refused."""
     if verify == "shared":
@@ -98,18 +108,13 @@ def verification_mode(tasks: Mapping[str, Resolved], verify: str, path: Path) ->
 def unsupported(task: HarborTask) -> list[str]:
     """Fields of the task that are read but not honoured (recorded with the task)."""
     config, out = task.config, []
-    if config.gpus:
-        out.append(f"gpus={config.gpus}")
-    if config.storage_mb:
-        out.append(f"storage_mb={config.storage_mb}")
-    if config.network_mode == "allowlist":
-        out.append("network_mode=allowlist (the network is on, unrestricted)")
     if config.verifier_environment:
         out.append("[verifier.environment] (the verifier runs in the agent's image)")
     if config.verifier_user and config.verifier_user != config.agent_user:
         out.append(f"verifier.user={config.verifier_user} (the verifier runs as the agent's user)")
     if any(a.exclude for a in config.artifacts):
         out.append("artifacts[].exclude (the whole path is collected)")
+    out.extend(config.not_honoured)
     return out
 
 

@@ -23,11 +23,17 @@ the key.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from agentcompass.runtime.types import NetworkPolicy
+
+from agentcompass_harbor import network as network_module
+from agentcompass_harbor.network import PhasePolicies
 
 CONFIG = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -58,6 +64,24 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One ``[[steps]]`` entry: its own instruction (``steps/NAME/instruction.md``), agent time limit, verifier
+    (``steps/NAME/tests/``, over the task's ``tests/``), and the reward it must reach for the next to run."""
+
+    name: str
+    agent_timeout_sec: float | None = None
+    verifier_timeout_sec: float | None = None
+    verifier_env: Mapping[str, str] = field(default_factory=dict)
+    #: ``reward`` at least this (a number), or each named key at least its value (a table); else the steps after
+    #: this one do not run.
+    min_reward: float | Mapping[str, float] | None = None
+
+
+STEP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+REWARD_STRATEGIES = ("mean", "final")
+
+
+@dataclass(frozen=True)
 class TaskConfig:
     schema_version: str = "1.0"
     name: str | None = None
@@ -79,8 +103,17 @@ class TaskConfig:
     memory_mb: int | None = None
     storage_mb: int | None = None
     gpus: int | None = None
+    gpu_types: tuple[str, ...] = ()
+    #: ``[[environment.mcp_servers]]``: ``{name, transport, url | command, args}`` each (headers left out).
+    mcp_servers: tuple[Mapping[str, Any], ...] = ()
+    #: ``[environment] skills_dir``: a directory in the environment whose skills the agent gets.
+    skills_dir: str | None = None
+    #: An ``[environment.tpu]`` table was given.
+    tpu: bool = False
     network_mode: str = "public"
     allowed_hosts: tuple[str, ...] = ()
+    #: What the agent and the verifier may reach (:mod:`agentcompass_harbor.network`).
+    network: PhasePolicies = field(default_factory=lambda: network_module.phases(NetworkPolicy(), None, None))
     workdir: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     os: str = "linux"
@@ -88,6 +121,11 @@ class TaskConfig:
     solution_env: Mapping[str, str] = field(default_factory=dict)
     artifacts: tuple[Artifact, ...] = ()
     multi_step: bool = False
+    steps: tuple[Step, ...] = ()
+    #: How a multi-step task's reward comes from its steps' (``multi_step_reward_strategy``, default ``mean``).
+    reward_strategy: str = "mean"
+    #: Fields the task declares that are read but not honoured here (named as ``section.key``, with why).
+    not_honoured: tuple[str, ...] = ()
 
 
 class _Reader:
@@ -261,15 +299,30 @@ def parse_config(path: Path) -> TaskConfig:
     if network_mode not in NETWORK_MODES:
         raise HarborFormatError(f"{path}: environment.network_mode must be one of {', '.join(NETWORK_MODES)}, "
                                 f"got {network_mode!r}")
-    hosts = environment.table.get("allowed_hosts") or []
-    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
-        raise HarborFormatError(f"{path}: environment.allowed_hosts must be a list of host names")
+    hosts = _hosts(path, environment, "environment")
+    try:
+        baseline = network_module.policy(network_mode, hosts)
+        phases = network_module.phases(baseline, _phase_policy(path, agent, "agent"),
+                                       _phase_policy(path, verifier, "verifier"))
+    except network_module.NetworkConfigError as exc:
+        raise HarborFormatError(f"{path}: {exc}") from None
+    gpu_types = environment.table.get("gpu_types") or []
+    if not isinstance(gpu_types, list) or not all(isinstance(t, str) and t.strip() for t in gpu_types):
+        raise HarborFormatError(f"{path}: environment.gpu_types must be a list of GPU type names, got {gpu_types!r}")
+    mcp_servers, mcp_notes = _mcp_servers(path, environment.table.get("mcp_servers"))
+    skills_dir = environment.string("skills_dir")
     os_name = (environment.string("os") or "linux").lower()
     if os_name not in ("linux", "windows"):
         raise HarborFormatError(f"{path}: environment.os must be 'linux' or 'windows', got {os_name!r}")
     workdir = environment.string("workdir")
     if workdir is not None and not workdir.startswith("/"):
         raise HarborFormatError(f"{path}: environment.workdir must be an absolute path, got {workdir!r}")
+    not_honoured = _not_honoured(data, agent, verifier, environment)
+    steps, step_notes = _steps(path, data.get("steps"))
+    strategy = data.get("multi_step_reward_strategy") or "mean"
+    if strategy not in REWARD_STRATEGIES:
+        raise HarborFormatError(f"{path}: multi_step_reward_strategy must be one of {', '.join(REWARD_STRATEGIES)}, "
+                                f"got {strategy!r}")
     return TaskConfig(
         schema_version=str(data.get("schema_version") or data.get("version") or "1.0"),
         name=task.string("name"),
@@ -289,16 +342,152 @@ def parse_config(path: Path) -> TaskConfig:
         memory_mb=memory_mb,
         storage_mb=storage_mb,
         gpus=environment.integer("gpus", minimum=0),
+        gpu_types=tuple(t.strip() for t in gpu_types),
+        tpu=bool(environment.table.get("tpu")),
+        mcp_servers=mcp_servers,
+        skills_dir=skills_dir or None,
         network_mode=network_mode,
-        allowed_hosts=tuple(hosts),
+        allowed_hosts=baseline.allowed_hosts,
+        network=phases,
         workdir=workdir,
         env=environment.strings("env"),
         os=os_name,
         healthcheck=_healthcheck(environment.table_of("healthcheck")),
         solution_env=solution.strings("env"),
         artifacts=_artifacts(path, data.get("artifacts")),
-        multi_step=bool(data.get("steps")),
+        multi_step=bool(steps),
+        steps=steps,
+        reward_strategy=strategy,
+        not_honoured=not_honoured + step_notes + mcp_notes,
     )
+
+
+#: Fields of a step that no run here honours, and why.
+STEP_NOT_HONOURED = {
+    "agent.user": "a step runs as the task's agent user",
+    "agent.network_mode": "a step runs with the task's agent network policy",
+    "verifier.user": "a step's verifier runs as the environment's user",
+    "verifier.network_mode": "a step's verifier runs with the task's verifier network policy",
+    "verifier.environment": "a step is verified in the agent's environment",
+    "healthcheck": "a step's own healthcheck is not run (the task's runs once)",
+    "artifacts": "a step's own artifacts are not collected (the task's are, after the last step)",
+}
+
+
+def _steps(path: Path, value: Any) -> tuple[tuple[Step, ...], tuple[str, ...]]:
+    if not value:
+        return (), ()
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise HarborFormatError(f"{path}: steps must be an array of tables ([[steps]])")
+    steps, notes, seen = [], [], set()
+    for i, row in enumerate(value):
+        reader = _Reader(path, row, f"steps[{i}]")
+        name = reader.string("name")
+        if not name or not STEP_NAME.match(name):
+            raise HarborFormatError(f"{path}: steps[{i}].name must be a portable directory name, got {name!r}")
+        if name.lower() in seen:
+            raise HarborFormatError(f"{path}: step names must be unique: {name!r}")
+        seen.add(name.lower())
+        agent, verifier = reader.table_of("agent"), reader.table_of("verifier")
+        min_reward = row.get("min_reward")
+        if min_reward is not None:
+            if isinstance(min_reward, dict):
+                if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in min_reward.values()):
+                    raise HarborFormatError(f"{path}: steps[{i}].min_reward must map reward keys to numbers")
+                min_reward = {str(k): float(v) for k, v in min_reward.items()}
+            elif isinstance(min_reward, (int, float)) and not isinstance(min_reward, bool):
+                min_reward = float(min_reward)
+            else:
+                raise HarborFormatError(f"{path}: steps[{i}].min_reward must be a number or a table of numbers")
+        steps.append(Step(name=name, agent_timeout_sec=agent.number("timeout_sec"),
+                          verifier_timeout_sec=verifier.number("timeout_sec"), verifier_env=verifier.strings("env"),
+                          min_reward=min_reward))
+        given = {f"agent.{k}" for k in agent.table} | {f"verifier.{k}" for k in verifier.table} | set(row)
+        notes += [f"steps[{name}].{key} ({why})" for key, why in STEP_NOT_HONOURED.items()
+                  if key in given and key.split(".")[-1] != "allowed_hosts"]
+    return tuple(steps), tuple(notes)
+
+
+MCP_TRANSPORTS = ("stdio", "sse", "streamable-http")
+
+
+def _mcp_servers(path: Path, value: Any) -> tuple[tuple[dict[str, Any], ...], tuple[str, ...]]:
+    """Harbor's ``MCPServerConfig`` checks: ``url`` for ``sse``/``streamable-http`` (``http`` is its alias),
+    ``command`` for ``stdio``; ``headers`` are recorded as not honoured."""
+    if not value:
+        return (), ()
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise HarborFormatError(f"{path}: environment.mcp_servers must be an array of tables")
+    servers, notes = [], []
+    for i, row in enumerate(value):
+        where = f"environment.mcp_servers[{i}]"
+        name, transport = row.get("name"), row.get("transport") or "sse"
+        transport = "streamable-http" if transport == "http" else transport
+        if not isinstance(name, str) or not name:
+            raise HarborFormatError(f"{path}: {where}.name must be a string")
+        if transport not in MCP_TRANSPORTS:
+            raise HarborFormatError(f"{path}: {where}.transport must be one of {', '.join(MCP_TRANSPORTS)}, "
+                                    f"got {transport!r}")
+        if transport != "stdio" and not isinstance(row.get("url"), str):
+            raise HarborFormatError(f"{path}: {where}: 'url' is required for transport '{transport}'")
+        if transport == "stdio" and not isinstance(row.get("command"), str):
+            raise HarborFormatError(f"{path}: {where}: 'command' is required for transport 'stdio'")
+        args = row.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise HarborFormatError(f"{path}: {where}.args must be a list of strings")
+        if row.get("headers"):
+            notes.append(f"environment.mcp_servers[{name}].headers (HTTP headers are not passed to the agent)")
+        servers.append({"name": name, "transport": transport, "url": row.get("url"),
+                        "command": row.get("command"), "args": list(args)})
+    return tuple(servers), tuple(notes)
+
+
+def _hosts(path: Path, reader: _Reader, where: str) -> list[str] | None:
+    hosts = reader.table.get("allowed_hosts")
+    if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts)):
+        raise HarborFormatError(f"{path}: {where}.allowed_hosts must be a list of host names")
+    return hosts
+
+
+def _phase_policy(path: Path, reader: _Reader, where: str) -> NetworkPolicy | None:
+    """``[agent]`` / ``[verifier]``'s own policy, when it gives a ``network_mode``."""
+    mode, hosts = reader.string("network_mode"), _hosts(path, reader, where)
+    if mode is None:
+        if hosts is not None:
+            raise HarborFormatError(f"{path}: {where}.allowed_hosts is only valid when network_mode='allowlist'")
+        return None
+    if mode not in NETWORK_MODES:
+        raise HarborFormatError(f"{path}: {where}.network_mode must be one of {', '.join(NETWORK_MODES)}, "
+                                f"got {mode!r}")
+    try:
+        return network_module.policy(mode, hosts)
+    except network_module.NetworkConfigError as exc:
+        raise HarborFormatError(f"{path}: {where}: {exc}") from None
+
+
+#: Fields Harbor knows that no run here honours, and why (the plugin's README lists every field).
+NOT_HONOURED = {
+    "verifier.collect": "collect hooks run in docker compose services, which environments here do not have",
+}
+
+
+def _not_honoured(data: Mapping[str, Any], agent: _Reader, verifier: _Reader, environment: _Reader) -> tuple[str, ...]:
+    present = {f"agent.{k}" for k in agent.table} | {f"verifier.{k}" for k in verifier.table} | \
+        {f"environment.{k}" for k in environment.table}
+    out = [f"{name} ({why})" for name, why in NOT_HONOURED.items() if name in present and _given(data, name)]
+    given = data.get("artifacts")
+    artifacts: list[Any] = given if isinstance(given, list) else []
+    if any(isinstance(a, dict) and a.get("service") not in (None, "main") for a in artifacts):
+        out.append("artifacts[].service (there are no compose services: artifacts come from the main container)")
+    if any(isinstance(a, dict) and a.get("destination") for a in artifacts):
+        out.append("artifacts[].destination (collected under outputs/ by their path in the environment)")
+    return tuple(out)
+
+
+def _given(data: Mapping[str, Any], dotted: str) -> bool:
+    section, _, key = dotted.partition(".")
+    value = (data.get(section) or {}).get(key)
+    return value not in (None, [], {}, "")
 
 
 @dataclass(frozen=True)
@@ -309,6 +498,27 @@ class HarborTask:
     directory: Path
     config: TaskConfig
     instruction: str
+    #: A multi-step task's instructions, one per step (``steps/NAME/instruction.md``).
+    step_instructions: tuple[str, ...] = ()
+
+    def step_dir(self, index: int) -> Path:
+        return self.directory / "steps" / self.config.steps[index].name
+
+    def step_tests_dir(self, index: int) -> Path | None:
+        """The step's ``tests/``, when it has one (copied over the task's ``tests/`` for its verifier)."""
+        path = self.step_dir(index) / "tests"
+        return path if path.is_dir() else None
+
+    def step_test_script(self, index: int) -> Path | None:
+        tests = self.step_tests_dir(index)
+        if tests is not None and (tests / "test.sh").is_file():
+            return tests / "test.sh"
+        return self.test_script
+
+    def step_solution_dir(self, index: int) -> Path:
+        """The step's ``solution/`` when it has one, else the task's."""
+        path = self.step_dir(index) / "solution"
+        return path if path.is_dir() else self.solution_dir
 
     @property
     def environment_dir(self) -> Path:
@@ -338,8 +548,25 @@ class HarborTask:
         return path if path.is_file() else None
 
 
+def _read_instruction(instruction_path: Path) -> str:
+    try:
+        instruction = instruction_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarborFormatError(f"{instruction_path.parent}: no {INSTRUCTION}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarborFormatError(f"{instruction_path}: cannot read it ({exc})") from None
+    if not instruction.strip():
+        raise HarborFormatError(f"{instruction_path} is empty")
+    return instruction
+
+
 def read_task(directory: Path, task_id: str) -> HarborTask:
     config = parse_config(directory / CONFIG)
+    if config.steps:
+        step_instructions = tuple(_read_instruction(directory / "steps" / s.name / INSTRUCTION)
+                                  for s in config.steps)
+        return HarborTask(task_id=task_id, directory=directory, config=config, instruction=step_instructions[0],
+                          step_instructions=step_instructions)
     instruction_path = directory / INSTRUCTION
     try:
         instruction = instruction_path.read_text(encoding="utf-8")

@@ -5,9 +5,12 @@ Every model name it asks for (its haiku/sonnet/opus aliases too) is the run's ag
 
 from __future__ import annotations
 
+import json
+import posixpath
 from pathlib import Path
 from typing import ClassVar
 
+from agentcompass_agents import task_tools
 from agentcompass_agents.agents import stream_json
 from agentcompass_agents.agents.events import gateway_root
 from agentcompass_agents.catalog import AGENTS, AgentSpec
@@ -41,6 +44,11 @@ class ClaudeCode(InstalledAgent):
             "DISABLE_ERROR_REPORTING": "1",
             "DISABLE_AUTOUPDATER": "1",
         }
+
+    def files(self, ctx: Context) -> dict[str, str]:
+        if not ctx.mcp_servers:
+            return {}
+        return {posixpath.join(ctx.home, ".claude.json"): json.dumps(task_tools.claude_code(ctx.mcp_servers))}
 
     def summarize(self, stdout: str, files: Path | None) -> Summary:
         return stream_json.summarize(stdout)

@@ -10,6 +10,7 @@ import posixpath
 from pathlib import Path
 from typing import ClassVar
 
+from agentcompass_agents import task_tools
 from agentcompass_agents.agents.events import json_lines
 from agentcompass_agents.catalog import AGENTS, AgentSpec
 from agentcompass_agents.harness import Context, InstalledAgent, Summary
@@ -50,6 +51,7 @@ class Codex(InstalledAgent):
             'env_key = "OPENAI_API_KEY"\n'
             'wire_api = "responses"\n'
         )
+        config += task_tools.codex_toml(ctx.mcp_servers)
         return {posixpath.join(ctx.home, ".codex", "config.toml"): config}
 
     def summarize(self, stdout: str, files: Path | None) -> Summary:

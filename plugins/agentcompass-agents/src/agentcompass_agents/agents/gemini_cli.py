@@ -9,6 +9,7 @@ import posixpath
 from pathlib import Path
 from typing import ClassVar
 
+from agentcompass_agents import task_tools
 from agentcompass_agents.agents.events import gateway_root, json_lines
 from agentcompass_agents.catalog import AGENTS, AgentSpec
 from agentcompass_agents.harness import Context, InstalledAgent, Summary
@@ -38,6 +39,10 @@ class GeminiCli(InstalledAgent):
             "telemetry": {"enabled": False},
             "model": {"maxSessionTurns": ctx.max_turns or -1},
         }
+        if ctx.mcp_servers:
+            settings["mcpServers"] = task_tools.gemini_cli(ctx.mcp_servers)
+        if ctx.skills_dir:
+            settings["experimental"] = {"skills": True}
         return {posixpath.join(ctx.home, ".gemini", "settings.json"): json.dumps(settings, indent=2)}
 
     def summarize(self, stdout: str, files: Path | None) -> Summary:

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agentcompass_agents import task_tools
 from agentcompass_agents.agents.events import json_lines
 from agentcompass_agents.catalog import AGENTS, AgentSpec
 from agentcompass_agents.harness import Context, InstalledAgent, Summary
@@ -44,6 +45,8 @@ class OpenCode(InstalledAgent):
         }
         if ctx.max_turns:
             config["agent"] = {"build": {"steps": ctx.max_turns}}
+        if ctx.mcp_servers:
+            config["mcp"] = task_tools.opencode(ctx.mcp_servers)
         return {
             "OPENCODE_CONFIG_CONTENT": json.dumps(config),
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
