@@ -1,0 +1,78 @@
+"""``terminus-2`` asks the model what Harbor's Terminus 2 asks it: the same scripted model answers both, and the
+requests — every message of every call — are compared turn by turn.
+
+Harbor's own agent comes from an installed ``harbor`` (Python 3.12, in a virtual environment outside the
+repository, as the ATIF comparison uses it): :mod:`tests.harnesses.harbor_terminus2_driver` drives its
+``Terminus2`` class in a container of the same image (``harbor run`` itself needs docker compose), ours runs
+through the whole lifecycle (``harbor`` benchmark, ``docker`` environment, the run's model client).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentcompass.testing import LoopbackOpenAI
+
+from tests.export.test_atif_export import harbor_python  # noqa: F401  (the fixture)
+from tests.harnesses.support import run_with
+from tests.harnesses.terminus2_support import IDLE, SOLVING, scripted, tmux_task
+from tests.helpers.docker_engine import require_engine
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+DRIVER = Path(__file__).with_name("harbor_terminus2_driver.py")
+
+
+@pytest.fixture(autouse=True)
+def engine() -> None:
+    require_engine()
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmux_task(tmp_path_factory.mktemp("terminus2-fidelity") / "tasks")
+
+
+def normalized(requests: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The requests' messages, with the container's host name (in the shell prompt) made neutral."""
+    def clean(value: str) -> str:
+        return re.sub(r"root@[0-9a-zA-Z_.-]+:", "root@HOST:", value)
+    return [[{"role": m["role"], "content": clean(str(m["content"]))} for m in r["messages"]] for r in requests]
+
+
+def harbor_requests(python: str, task: Path, answers: list[str], tmp_path: Path) -> list[dict[str, Any]]:
+    """What Harbor's Terminus 2 sent the scripted model, running on ``task`` in a fresh container of its image."""
+    image = subprocess.run(["docker", "build", "-q", str(task / "environment")], capture_output=True, text=True,
+                           timeout=600, check=True).stdout.strip()
+    container = subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", image, "sleep", "600"],
+                               capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+    try:
+        subprocess.run(["docker", "exec", container, "mkdir", "-p", "/logs/agent"], check=True, timeout=60)
+        with LoopbackOpenAI(scripted(answers), api_key=None) as server:
+            env = {**os.environ, **server.env(), "OPENAI_API_KEY": "any-key", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+            done = subprocess.run([python, str(DRIVER), container, str(task / "instruction.md"), str(tmp_path)],
+                                  capture_output=True, text=True, timeout=300, env=env)
+            assert done.returncode == 0, done.stderr[-3000:]
+            return list(server.requests)
+    finally:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("script", [SOLVING, IDLE], ids=["solving", "idle"])
+def test_terminus2_sends_what_harbors_terminus2_sends(script: list[str], tasks: Path, tmp_path: Path,
+                                                      harbor_python: str) -> None:  # noqa: F811
+    import asyncio
+
+    run, ours = asyncio.run(run_with(scripted(script), "harbor", "terminus-2", environment="docker",
+                                     benchmark_args={"path": str(tasks)}, run_dir=tmp_path / "run"))
+    assert run.results[0].artifacts["terminus-2"]["stop_reason"] == "task_complete", run.results[0].error
+    theirs = harbor_requests(harbor_python, tasks / "hello-tmux", script, tmp_path / "harbor")
+    ours_messages, their_messages = normalized(list(ours.requests)), normalized(theirs)
+    assert len(ours_messages) == len(their_messages) == len(script)
+    for turn, (mine, harbors) in enumerate(zip(ours_messages, their_messages, strict=True)):
+        assert mine == harbors, f"turn {turn} differs"
