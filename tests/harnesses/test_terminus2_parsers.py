@@ -30,7 +30,7 @@ from tests.export.test_atif_export import harbor_python  # noqa: F401  (the fixt
 OURS = Path(prompts.__file__).parent
 HEADER_LINES = 3
 
-keystrokes = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40).map(lambda s: s + "\n")
+keystrokes = st.text(alphabet=st.characters(codec="utf-8"), max_size=40).map(lambda s: s + "\n")
 durations = st.sampled_from([0.1, 0.5, 1.0, 5.0, 30.0])
 commands = st.lists(st.tuples(keystrokes, durations), max_size=4)
 
@@ -48,7 +48,7 @@ def test_a_json_answer_parses_back_to_its_commands(cmds: list[tuple[str, float]]
     assert result.is_task_complete is complete and (result.analysis, result.plan) == ("a", "p")
 
 
-xml_keystrokes = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="<>&\r"),
+xml_keystrokes = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<>&\r"),
                          max_size=40).map(lambda s: s.strip() + "\n")
 
 
