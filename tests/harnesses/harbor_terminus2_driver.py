@@ -5,10 +5,13 @@ Harbor's ``harbor run`` needs docker compose; this drives the agent class direct
 runs each command as Harbor's docker environment does (``bash -c COMMAND`` in the container), so the agent's
 own tmux session, loop, prompts and parsers make every request.
 
-    python harbor_terminus2_driver.py CONTAINER INSTRUCTION_FILE LOGS_DIR
+    python harbor_terminus2_driver.py CONTAINER INSTRUCTION_FILE LOGS_DIR [OPTIONS_JSON]
+
+OPTIONS_JSON: more keyword arguments of ``Terminus2`` (``model_info``, ``proactive_summarization_threshold``).
 """
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -41,13 +44,14 @@ class ContainerExec:
         return False
 
 
-async def main(container: str, instruction_file: str, logs_dir: str) -> None:
+async def main(container: str, instruction_file: str, logs_dir: str, options: str = "{}") -> None:
     env = ContainerExec(container)
-    agent = Terminus2(logs_dir=Path(logs_dir), model_name="openai/scripted", record_terminal_session=False)
+    agent = Terminus2(logs_dir=Path(logs_dir), model_name="openai/scripted", record_terminal_session=False,
+                      **json.loads(options))
     await agent.setup(env)
     await agent.run(Path(instruction_file).read_text(), env, AgentContext())
     print(agent._n_episodes)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    asyncio.run(main(*sys.argv[1:5]))

@@ -9,18 +9,20 @@ through the whole lifecycle (``harbor`` benchmark, ``docker`` environment, the r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agentcompass.testing import LoopbackOpenAI
+from agentcompass.testing import LoopbackOpenAI, text
 
 from tests.export.test_atif_export import harbor_python  # noqa: F401  (the fixture)
 from tests.harnesses.support import run_with
-from tests.harnesses.terminus2_support import IDLE, SOLVING, scripted, tmux_task
+from tests.harnesses.terminus2_support import IDLE, SOLVING, reply, scripted, tmux_task
 from tests.helpers.docker_engine import require_engine
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -45,7 +47,8 @@ def normalized(requests: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [[{"role": m["role"], "content": clean(str(m["content"]))} for m in r["messages"]] for r in requests]
 
 
-def harbor_requests(python: str, task: Path, answers: list[str], tmp_path: Path) -> list[dict[str, Any]]:
+def harbor_requests(python: str, task: Path, responder: Any, tmp_path: Path,
+                    options: dict[str, Any]) -> list[dict[str, Any]]:
     """What Harbor's Terminus 2 sent the scripted model, running on ``task`` in a fresh container of its image."""
     image = subprocess.run(["docker", "build", "-q", str(task / "environment")], capture_output=True, text=True,
                            timeout=600, check=True).stdout.strip()
@@ -53,9 +56,10 @@ def harbor_requests(python: str, task: Path, answers: list[str], tmp_path: Path)
                                capture_output=True, text=True, timeout=120, check=True).stdout.strip()
     try:
         subprocess.run(["docker", "exec", container, "mkdir", "-p", "/logs/agent"], check=True, timeout=60)
-        with LoopbackOpenAI(scripted(answers), api_key=None) as server:
+        with LoopbackOpenAI(responder, api_key=None) as server:
             env = {**os.environ, **server.env(), "OPENAI_API_KEY": "any-key", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-            done = subprocess.run([python, str(DRIVER), container, str(task / "instruction.md"), str(tmp_path)],
+            done = subprocess.run([python, str(DRIVER), container, str(task / "instruction.md"), str(tmp_path),
+                                   json.dumps(options)],
                                   capture_output=True, text=True, timeout=300, env=env)
             assert done.returncode == 0, done.stderr[-3000:]
             return list(server.requests)
@@ -63,16 +67,54 @@ def harbor_requests(python: str, task: Path, answers: list[str], tmp_path: Path)
         subprocess.run(["docker", "rm", "-f", container], capture_output=True, timeout=60)
 
 
-@pytest.mark.parametrize("script", [SOLVING, IDLE], ids=["solving", "idle"])
-def test_terminus2_sends_what_harbors_terminus2_sends(script: list[str], tasks: Path, tmp_path: Path,
+def summarizing(answers: list[str]) -> Any:
+    """A responder for a run that summarises: the three summarising calls are answered by what they ask, the
+    agent's own turns with ``answers`` in order."""
+    main = iter(answers)
+    lock = threading.Lock()
+
+    def responder(request: dict[str, Any]) -> dict[str, Any]:
+        prompt = str(request["messages"][-1]["content"])
+        if prompt.startswith("You are about to hand off"):
+            return text("SUMMARY: the file is written, it remains to check it.")
+        if prompt.startswith("You are picking up work"):
+            return text("1. Is the file there?\n2. Does it hold hello?")
+        if prompt.startswith("The next agent has a few questions"):
+            return text("1. Yes.\n2. Yes.")
+        with lock:
+            return text(next(main, reply(complete=True)))
+
+    return responder
+
+
+SUMMARIZED = [reply("echo hello > /app/hello.txt\n"), reply(complete=True), reply(complete=True)]
+
+#: script -> (responder, our harness options, Harbor's Terminus2 options, requests expected)
+CASES: dict[str, tuple[Any, dict[str, str], dict[str, Any], int]] = {
+    "solving": (lambda: scripted(SOLVING), {}, {}, len(SOLVING)),
+    "idle": (lambda: scripted(IDLE), {}, {}, len(IDLE)),
+    # a context of 2,000 tokens with 1,900 to be kept free: every turn after the first is summarised first
+    "summarized": (lambda: summarizing(SUMMARIZED),
+                   {"context_limit": "2000", "proactive_summarization_threshold": "1900"},
+                   {"model_info": {"max_input_tokens": 2000, "max_output_tokens": 1000, "input_cost_per_token": 0,
+                                   "output_cost_per_token": 0},
+                    "proactive_summarization_threshold": 1900}, 3 + 2 * 3),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_terminus2_sends_what_harbors_terminus2_sends(case: str, tasks: Path, tmp_path: Path,
                                                       harbor_python: str) -> None:  # noqa: F811
     import asyncio
 
-    run, ours = asyncio.run(run_with(scripted(script), "harbor", "terminus-2", environment="docker",
-                                     benchmark_args={"path": str(tasks)}, run_dir=tmp_path / "run"))
+    responder, harness_args, harbor_options, expected = CASES[case]
+    run, ours = asyncio.run(run_with(responder(), "harbor", "terminus-2", environment="docker",
+                                     benchmark_args={"path": str(tasks)}, harness_args=harness_args,
+                                     run_dir=tmp_path / "run"))
     assert run.results[0].artifacts["terminus-2"]["stop_reason"] == "task_complete", run.results[0].error
-    theirs = harbor_requests(harbor_python, tasks / "hello-tmux", script, tmp_path / "harbor")
+    assert run.results[0].metrics == {"reward": 0.0 if case == "idle" else 1.0}
+    theirs = harbor_requests(harbor_python, tasks / "hello-tmux", responder(), tmp_path / "harbor", harbor_options)
     ours_messages, their_messages = normalized(list(ours.requests)), normalized(theirs)
-    assert len(ours_messages) == len(their_messages) == len(script)
+    assert len(ours_messages) == len(their_messages) == expected
     for turn, (mine, harbors) in enumerate(zip(ours_messages, their_messages, strict=True)):
-        assert mine == harbors, f"turn {turn} differs"
+        assert mine == harbors, f"request {turn} differs"
