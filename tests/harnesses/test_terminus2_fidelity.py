@@ -67,13 +67,21 @@ def harbor_requests(python: str, task: Path, responder: Any, tmp_path: Path,
         subprocess.run(["docker", "rm", "-f", container], capture_output=True, timeout=60)
 
 
-def summarizing(answers: list[str]) -> Any:
+#: The provider's refusal of a prompt too long for the model's context (OpenAI's words).
+TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 2000 tokens. However, your messages "
+                                       "resulted in 2300 tokens. Please reduce the length of the messages.",
+                            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+
+
+def summarizing(answers: list[str], refuse: int | None = None) -> Any:
     """A responder for a run that summarises: the three summarising calls are answered by what they ask, the
-    agent's own turns with ``answers`` in order."""
+    agent's own turns with ``answers`` in order; with ``refuse=N``, the agent's N-th call (from 0) is refused
+    once as too long for the context."""
     main = iter(answers)
     lock = threading.Lock()
+    calls = [0]
 
-    def responder(request: dict[str, Any]) -> dict[str, Any]:
+    def responder(request: dict[str, Any]) -> Any:
         prompt = str(request["messages"][-1]["content"])
         if prompt.startswith("You are about to hand off"):
             return text("SUMMARY: the file is written, it remains to check it.")
@@ -82,6 +90,9 @@ def summarizing(answers: list[str]) -> Any:
         if prompt.startswith("The next agent has a few questions"):
             return text("1. Yes.\n2. Yes.")
         with lock:
+            calls[0] += 1
+            if refuse is not None and calls[0] == refuse + 1:
+                return TOO_LONG
             return text(next(main, reply(complete=True)))
 
     return responder
@@ -99,6 +110,8 @@ CASES: dict[str, tuple[Any, dict[str, str], dict[str, Any], int]] = {
                    {"model_info": {"max_input_tokens": 2000, "max_output_tokens": 1000, "input_cost_per_token": 0,
                                    "output_cost_per_token": 0},
                     "proactive_summarization_threshold": 1900}, 3 + 2 * 3),
+    # the provider refuses the agent's second call as too long: summarised, then the handoff prompt
+    "refused": (lambda: summarizing(SUMMARIZED, refuse=1), {}, {}, 1 + 1 + 3 + 2),
 }
 
 
