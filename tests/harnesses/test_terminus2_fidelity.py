@@ -73,10 +73,18 @@ TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 2
                             "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
 
 
-def summarizing(answers: list[str], refuse: int | None = None) -> Any:
+def cut_off(content: str) -> tuple[int, dict[str, Any]]:
+    """A completion stopped at the output limit (``finish_reason: length``)."""
+    return 200, {"id": "chatcmpl-cut", "object": "chat.completion", "created": 0, "model": "scripted",
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                              "finish_reason": "length"}],
+                 "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}}
+
+
+def summarizing(answers: list[str], refuse: int | None = None, cut: int | None = None) -> Any:
     """A responder for a run that summarises: the three summarising calls are answered by what they ask, the
     agent's own turns with ``answers`` in order; with ``refuse=N``, the agent's N-th call (from 0) is refused
-    once as too long for the context."""
+    once as too long for the context; with ``cut=N``, its answer is cut at the output limit."""
     main = iter(answers)
     lock = threading.Lock()
     calls = [0]
@@ -93,6 +101,8 @@ def summarizing(answers: list[str], refuse: int | None = None) -> Any:
             calls[0] += 1
             if refuse is not None and calls[0] == refuse + 1:
                 return TOO_LONG
+            if cut is not None and calls[0] == cut + 1:
+                return cut_off('{"analysis": "I will write the file", "plan": "echo hel')
             return text(next(main, reply(complete=True)))
 
     return responder
@@ -112,6 +122,8 @@ CASES: dict[str, tuple[Any, dict[str, str], dict[str, Any], int]] = {
                     "proactive_summarization_threshold": 1900}, 3 + 2 * 3),
     # the provider refuses the agent's second call as too long: summarised, then the handoff prompt
     "refused": (lambda: summarizing(SUMMARIZED, refuse=1), {}, {}, 1 + 1 + 3 + 2),
+    # the agent's first answer stops at the output limit: Harbor's "ERROR!! NONE of the actions ..." prompt
+    "cut_off": (lambda: summarizing(SUMMARIZED, cut=0), {}, {}, 1 + 3),
 }
 
 

@@ -166,7 +166,7 @@ def test_ours_and_harbors_agree_on_the_same_inputs(harbor_python: str, generated
                           text=True, timeout=300, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-3000:]
     theirs = json.loads(done.stdout)
-    session = TmuxSession(None)  # type: ignore[arg-type]  # key handling needs no environment
+    session = TmuxSession(None, logging_path="/logs/agent/terminus_2.pane")  # type: ignore[arg-type]
     ours = {
         "json": [asdict(TerminusJSONPlainParser().parse_response(a)) for a in cases["answers"]],
         "xml": [asdict(TerminusXMLPlainParser().parse_response(a)) for a in cases["answers"]],

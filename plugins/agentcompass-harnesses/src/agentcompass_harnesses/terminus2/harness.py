@@ -103,6 +103,8 @@ class Terminus2Harness(BaseHarness):
                                     f"(task.data[{common.TIME_LIMIT_KEY!r}])")
         except TmuxError as exc:
             loop.stop("tmux_error", str(exc))
+        finally:
+            await loop.session.close()
         return loop.result()
 
 

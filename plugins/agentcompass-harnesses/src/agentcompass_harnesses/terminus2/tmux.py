@@ -7,6 +7,8 @@ Kept as Harbor has it: the session's start command (``TERM=xterm-256color``, a 1
 waits, and the observation — the new output since the last capture (``New Terminal Output:``) or the visible
 screen (``Current Terminal Screen:``). Installing tmux when the image lacks it uses the image's package manager,
 as Harbor does (it needs the network; an offline task image must have tmux). Not ported: asciinema recording.
+Added: each session has a tmux server of its own (``TMUX_TMPDIR``), so sessions sharing a machine (``local``)
+do not meet.
 """
 
 from __future__ import annotations
@@ -55,20 +57,24 @@ class TmuxSession:
     _TOOL_INSTALL_TIMEOUT_SEC = 120
 
     def __init__(self, env: EnvironmentSession, *, session_name: str = "terminus-2",
-                 logging_path: str = "/logs/agent/terminus_2.pane", pane_width: int = 160, pane_height: int = 40,
+                 logging_path: str | None = None, pane_width: int = 160, pane_height: int = 40,
                  extra_env: Mapping[str, str] | None = None) -> None:
         self.env = env
         self._session_name = session_name
-        self._logging_path = logging_path
         self._pane_width = pane_width
         self._pane_height = pane_height
         self._extra_env = dict(extra_env or {})
         self._previous_buffer: str | None = None
         #: What :meth:`start` did to get tmux: ``"present"`` or the install command it ran.
         self.tmux_source = "present"
+        #: A tmux server of this session's own (its socket's directory): sessions that share a machine (the
+        #: ``local`` environment, several tasks at once) do not share the session name.
+        self._tmux_tmpdir = f"/tmp/agentcompass-tmux-{uuid.uuid4().hex[:12]}"
+        #: Where the pane's output is piped (Harbor: ``/logs/agent/terminus_2.pane``, its agent log directory).
+        self._logging_path = logging_path or f"{self._tmux_tmpdir}/terminus_2.pane"
 
     async def _exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        return await self.env.exec([*_SHELL, command], timeout=timeout)
+        return await self.env.exec([*_SHELL, command], timeout=timeout, env={"TMUX_TMPDIR": self._tmux_tmpdir})
 
     # -- start ------------------------------------------------------------------------------------------------
 
@@ -106,15 +112,22 @@ class TmuxSession:
 
     async def start(self) -> None:
         await self._ensure_tmux()
-        directory = self._logging_path.rsplit("/", 1)[0]
-        if directory:
-            await self._exec(f"mkdir -p {shlex.quote(directory)}")
+        directory = self._logging_path.rsplit("/", 1)[0] or "/"
+        await self._exec(f"mkdir -p {shlex.quote(self._tmux_tmpdir)} {shlex.quote(directory)}")
         started = await self._exec(self._tmux_start_session)
         if started.returncode != 0:
             raise TmuxError(f"failed to start the tmux session: {started.stderr.strip()}")
         history = await self._exec("tmux set-option -g history-limit 10000000")
         if history.returncode != 0:
             log.debug("terminus2.history_limit_failed", stderr=history.stderr.strip())
+
+    async def close(self) -> None:
+        """Remove the tmux server's socket directory (the session itself is left running, as Harbor leaves it,
+        for whatever the agent started in it until the environment goes); best effort."""
+        try:
+            await self._exec(f"rm -rf {shlex.quote(self._tmux_tmpdir)}", timeout=30)
+        except Exception as exc:  # the environment may be gone already
+            log.debug("terminus2.cleanup_failed", error=str(exc)[:200])
 
     async def is_session_alive(self) -> bool:
         return (await self._exec(f"tmux has-session -t {self._session_name}")).returncode == 0
