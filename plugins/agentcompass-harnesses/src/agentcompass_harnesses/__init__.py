@@ -4,9 +4,11 @@
   model (``plan.models["agent"]``) acting in the task's environment through ``bash``, ``read_file``,
   ``write_file`` and ``submit``;
 * ``command`` (:class:`~agentcompass_harnesses.command.CommandHarness`): runs the user's own agent program
-  inside the environment, pointed at the run's model gateway.
+  inside the environment, pointed at the run's model gateway;
+* ``terminus-2`` (:class:`~agentcompass_harnesses.terminus2.harness.Terminus2Harness`): Harbor's Terminus 2,
+  a tmux session in the task's environment driven by keystrokes and screen captures.
 
-Both take the task's instruction from ``BaseBenchmark.instruction(task, prepared)`` and honour a task's own
+All take the task's instruction from ``BaseBenchmark.instruction(task, prepared)`` and honour a task's own
 time limit, ``task.data["agent_timeout_sec"]`` (see :mod:`agentcompass_harnesses.common`).
 """
 

@@ -1,4 +1,4 @@
-"""Entry point of the harnesses plugin: registers ``react`` and ``command``. Importing it is cheap: each
+"""Entry point of the harnesses plugin: registers ``react``, ``command`` and ``terminus-2``. Importing it is cheap: each
 factory imports its harness when called."""
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ def _command(**options: Any) -> Any:
     return CommandHarness(**options)
 
 
+def _terminus2(**options: Any) -> Any:
+    from agentcompass_harnesses.terminus2.harness import Terminus2Harness
+
+    return Terminus2Harness(**options)
+
+
 @hookimpl
 def register_harnesses(register: Any) -> None:
     register("react", _react)
     register("command", _command)
+    register("terminus-2", _terminus2)
