@@ -83,10 +83,16 @@ class Sign:
 
     pattern: re.Pattern[str]
     words: tuple[str, ...]
+    #: The words as one pattern, compiled once (one pass over a text instead of one per word).
+    any_word: re.Pattern[str] = attrs.field(init=False, eq=False, repr=False)
+
+    @any_word.default
+    def _any_word(self) -> re.Pattern[str]:
+        return re.compile("|".join(re.escape(w) for w in self.words))
 
     def search(self, text: str, lowered: str | None = None) -> re.Match[str] | None:
         low = text.lower() if lowered is None else lowered
-        if not any(w in low for w in self.words):
+        if self.any_word.search(low) is None:
             return None
         return self.pattern.search(text)
 
