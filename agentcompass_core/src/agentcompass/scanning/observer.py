@@ -22,7 +22,7 @@ from agentcompass.runtime.scanning import Finding, Scanner, read_findings
 from agentcompass.scanning import store
 from agentcompass.scanning.engine import scan_now, update_summary
 from agentcompass.scanning.names import SCANS
-from agentcompass.scanning.transcripts import last_messages_only, transcript_from
+from agentcompass.scanning.transcripts import last_messages_only, transcript_from, verdict_rule_of
 
 #: The name the observer is registered under while a run goes.
 SCAN_PLUGIN = "agentcompass-scan"
@@ -40,6 +40,8 @@ class ScanObserver:
     _run_dir: Path | None = None
     #: The run's ``run.json`` (its id, benchmark and harness go into each transcript).
     _info: dict[str, Any] = attrs.field(factory=dict)
+    #: The run's verdict rule (what says an attempt passed), read from ``run.json`` once.
+    _rule: tuple[str, float] | None = None
     _redactor: Redactor = attrs.field(factory=Redactor)
     #: Findings already in ``scans.jsonl`` (a resumed run's): never written twice.
     _written: set[tuple[str, str, int, int, str]] = attrs.field(factory=set)
@@ -52,6 +54,7 @@ class ScanObserver:
         path = Path(run_dir)
         self._run_dir = path
         self._info = read_json_file(path / RUN_JSON)
+        self._rule = verdict_rule_of(self._info)
         self._redactor = store.run_redactor(self._info)
         self._written = {store.identity(f) for f in read_findings(path)}
 
@@ -82,7 +85,8 @@ class ScanObserver:
         found: list[Finding] = []
         for record in pending:
             transcript = transcript_from(run_dir, self._info, (record.task_id, record.trial), record.result,
-                                         last_messages_only(record.calls), any_artifacts=any_artifacts)
+                                         last_messages_only(record.calls), any_artifacts=any_artifacts,
+                                         rule=self._rule)
             found += [x for x in scan_now(self.scanners, transcript) if store.identity(x) not in self._written]
         self._written.update(store.identity(x) for x in found)
         store.append(run_dir / SCANS, found, self._redactor)

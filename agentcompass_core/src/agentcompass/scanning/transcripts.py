@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 from agentcompass.errors import ResultsError, describe
 from agentcompass.results.lines import ARTIFACTS, TRAJECTORIES
 from agentcompass.results.reader import Key, RunReader
+from agentcompass.runtime.metrics import contract_from_json, verdict_rule
 from agentcompass.runtime.names import safe_name
 from agentcompass.runtime.scanning import ToolStep, Transcript, steps_of
 
@@ -171,13 +172,29 @@ def transcript_of(reader: RunReader, key: Key, record: Mapping[str, Any],
     :func:`attempt_calls`); ``any_artifacts=False`` says the run has no artifact directory at all."""
     if calls is None:
         calls = attempt_calls(reader, key, int(record.get("attempt") or 1), trajectories)
-    return transcript_from(reader.path, reader.info, key, record, calls, any_artifacts=any_artifacts)
+    return transcript_from(reader.path, reader.info, key, record, calls, any_artifacts=any_artifacts,
+                           rule=verdict_rule_of(reader.info))
+
+
+def verdict_rule_of(info: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The run's verdict rule (the metric that says pass, and its threshold) from ``run.json``'s recorded metric
+    contract; ``None`` when it recorded none."""
+    plan = info.get("plan")
+    contract = plan.get("metric_contract") if isinstance(plan, Mapping) else None
+    if not isinstance(contract, Mapping) or not isinstance(contract.get("primary"), str):
+        return None
+    try:
+        return verdict_rule(contract_from_json(contract))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def transcript_from(run_dir: Path, info: Mapping[str, Any], key: Key, record: Mapping[str, Any],
-                    calls: Sequence[Mapping[str, Any]], any_artifacts: bool = True) -> Transcript:
+                    calls: Sequence[Mapping[str, Any]], any_artifacts: bool = True,
+                    rule: tuple[str, float] | None = None) -> Transcript:
     """The transcript of ``record`` (a final result's JSON) with its attempt's ``calls`` (as
-    :func:`attempt_calls` gives them), in the run ``run_dir`` whose ``run.json`` holds ``info``."""
+    :func:`attempt_calls` gives them), in the run ``run_dir`` whose ``run.json`` holds ``info``; ``rule``: the
+    run's :func:`verdict_rule_of` (without it, ``passed`` is ``None``)."""
     attempt = int(record.get("attempt") or 1)
     request = info.get("request") or {}
     steps = steps_of(calls)
@@ -194,11 +211,19 @@ def transcript_from(run_dir: Path, info: Mapping[str, Any], key: Key, record: Ma
         final_answer=record.get("final_answer") if isinstance(record.get("final_answer"), str) else None,
         category=record.get("category"), artifacts=record.get("artifacts") or {}, calls=tuple(calls),
         steps=steps + native, artifacts_dir=str(art) if has_art else None,
+        passed=_passed(record, rule) if rule is not None else None,
     )
+
+
+def _passed(record: Mapping[str, Any], rule: tuple[str, float]) -> bool:
+    value = (record.get("metrics") or {}).get(rule[0])
+    return record.get("status") == "COMPLETED" and isinstance(value, int | float) and float(value) >= rule[1]
 
 
 def transcripts(reader: RunReader) -> Iterator[Transcript]:
     """The transcript of every final result of the run, in the order they finished."""
     any_artifacts = (reader.path / ARTIFACTS).is_dir()
+    rule = verdict_rule_of(reader.info)
     for key, record in list(reader.results.items()):
-        yield transcript_of(reader, key, record, any_artifacts=any_artifacts)
+        calls = attempt_calls(reader, key, int(record.get("attempt") or 1))
+        yield transcript_from(reader.path, reader.info, key, record, calls, any_artifacts=any_artifacts, rule=rule)
