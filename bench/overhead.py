@@ -16,9 +16,10 @@ worst case — per-task time with tracing on (spans exported over OTLP/HTTP to a
 process) against off (the plugin installed, ``--otel`` not given) and absent (the plugin not loaded), the
 median of 5 alternating runs each at concurrency 8 and 100.
 
-With ``--scan``, instead: the cost of ``run --scan`` with every built-in scanner (each attempt's transcript read
-back and scanned as it finishes) against the same run without it, the median of 5 alternating runs each at
-concurrency 8 and 100 (target ≤ 5%).
+With ``--scan``, instead: the cost of ``run --scan`` with every built-in scanner (each attempt's transcript
+scanned as it finishes, from the records the run hands over) against the same run without it, the median of 5
+alternating runs each at concurrency 8 and 100 (target ≤ 5%), and the CPU time spent inside the scan observer's
+hooks (this thread's: what a busy machine moves least).
 
 Usage: uv sync --compile-bytecode && uv run python bench/overhead.py [--n 1000] [--rss-n 10000] [--otel] [--scan]
 (byte-compiling once matters where PYTHONDONTWRITEBYTECODE is set: otherwise every start compiles its imports).
