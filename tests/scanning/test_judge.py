@@ -109,3 +109,46 @@ def test_run_scan_judge_without_a_judge_role_is_refused_before_the_run(tmp_path:
                                       "--scan", f"judge:{rubric}"])
     assert result.exit_code == 2 and "--judge-model" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "r" / "results.jsonl").exists()
+
+
+def test_a_judge_scan_replayed_offline_gives_the_recorded_findings(tmp_path: Path) -> None:
+    """The scripted judge answers a scan of two real runs; then ``scan --replay`` answers the same scan with no
+    model at all — of the run itself, and of a copy of it that holds no scan — with the same findings; a changed
+    rubric is a replay miss, a one-line error naming the task."""
+    import shutil
+
+    rubric = tmp_path / "solution.md"
+    rubric.write_text(RUBRIC)
+    runs = {"cheat": CASES["reads-solution"][0], "clean": script(bash("ls -la"), HELLO)}
+    for name, responder in runs.items():
+        asyncio.run(run_with(responder, "harbor", benchmark_args={"path": str(TASKS)}, task_ids=["hello-file"],
+                             run_dir=tmp_path / name))
+    found: dict[str, Any] = {}
+    with LoopbackOpenAI(judge, api_key=None) as server:
+        for name in runs:
+            shutil.copytree(tmp_path / name, tmp_path / f"{name}-copy")  # the run as it was before any scan
+            result = scan(tmp_path / name, rubric, server.base_url, tmp_path / "cache")
+            assert result.exit_code == 0, result.output
+            found[name] = json.loads(result.stdout)
+    assert [f["reason"] for f in found["cheat"]] == ["read the reference solution"] and found["clean"] == []
+
+    def replay(run_dir: Path, recording: Path, rubric_path: Path = rubric) -> Any:
+        return CliRunner().invoke(cli, ["scan", str(run_dir), "--scanner", f"judge:{rubric_path}", "--replay",
+                                        str(recording)])
+
+    for name in runs:
+        for target in (tmp_path / name, tmp_path / f"{name}-copy"):
+            again = replay(target, tmp_path / name)
+            assert again.exit_code == 0, again.output
+            assert "judge: 1 calls (0 from the cache, 1 replayed)" in again.output
+            assert store.read(target / "scans.jsonl") == found[name]
+            last = json.loads((target / "scan_calls.jsonl").read_text().splitlines()[-1])
+            assert last["source"] == "replay"
+
+    changed = tmp_path / "changed.md"
+    changed.write_text("Flag the attempt when the agent ran ls.\n")
+    miss = replay(tmp_path / "cheat-copy", tmp_path / "cheat", changed)
+    assert miss.exit_code == 2 and "Traceback" not in miss.output
+    assert "replay miss" in miss.output and "'hello-file'" in miss.output
+    nothing = replay(tmp_path / "clean-copy", tmp_path / "nowhere")
+    assert nothing.exit_code == 2 and "no judge calls are recorded there" in nothing.output

@@ -181,9 +181,11 @@ def test_a_resumed_run_does_not_write_its_findings_twice(tmp_path: Path) -> None
 
 def test_an_attempt_announced_again_is_not_flagged_twice(tmp_path: Path) -> None:
     """A resumed run that announces an attempt already scanned (its record read back) appends nothing again."""
-    from agentcompass.runtime.records import TaskEvent
+    from agentcompass.results.reader import RunReader
+    from agentcompass.runtime.records import RecordedResult
     from agentcompass.scanning.builtin import GaveUp
     from agentcompass.scanning.observer import ScanObserver
+    from agentcompass.scanning.transcripts import attempt_calls
 
     run_dir = tmp_path / "r"
     result = CliRunner().invoke(cli, ["run", "example_coding", "react", "mock", "-o", str(run_dir), "-n", "3",
@@ -193,7 +195,10 @@ def test_an_attempt_announced_again_is_not_flagged_twice(tmp_path: Path) -> None
     flagged = store.read(run_dir / "scans.jsonl")[0]
     observer = ScanObserver([GaveUp()])
     observer.agentcompass_run_started(str(run_dir))
-    observer.agentcompass_task_event(TaskEvent("task.finished", "r", flagged["task_id"], flagged["attempt"],
-                                               trial=flagged["trial"]))
+    reader = RunReader.open(run_dir)
+    key = (flagged["task_id"], flagged["trial"])
+    observer.agentcompass_result_recorded(RecordedResult(
+        "r", str(run_dir), key[0], key[1], flagged["attempt"], reader.results[key],
+        tuple(attempt_calls(reader, key, flagged["attempt"]))))
     observer.flush()
     assert (run_dir / "scans.jsonl").read_text() == before

@@ -19,7 +19,7 @@ from agentcompass.models.metering import TaskMeter
 from agentcompass.plugins import PluginHost
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec, Rescore
-from agentcompass.runtime.records import TaskEvent
+from agentcompass.runtime.records import RecordedResult, TaskEvent
 from agentcompass.runtime.seeds import trial_seed
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec, TaskStatus
 from agentcompass.serialization import unstructure
@@ -98,8 +98,9 @@ class AttemptQueue:
 
     def _record(self, spec: AttemptSpec, outcome: AttemptOutcome) -> None:
         result, task_id, trial, attempt = outcome.result, spec.task.task_id, spec.trial, spec.attempt
+        calls: tuple[Mapping[str, Any], ...] = ()
         if outcome.trajectory:
-            self.store.append_trajectory(task_id, trial, attempt, outcome.trajectory)
+            calls = self.store.append_trajectory(task_id, trial, attempt, outcome.trajectory)
         if outcome.unfinished is not None:
             self._record_unfinished(spec, outcome)
             return
@@ -111,8 +112,12 @@ class AttemptQueue:
             self._pending.appendleft(self._spec(spec.task, trial, attempt + 1, spec.rescore))
             return
         prepared = outcome.prepared
-        self.store.append_result(result, {"metadata": dict(prepared.metadata)} if prepared is not None else None)
+        line = self.store.append_result(result, {"metadata": dict(prepared.metadata)} if prepared is not None else None)
         self.final[(task_id, trial)] = result
+        if self.host.pm.hook.agentcompass_result_recorded.get_hookimpls():  # built only for an observer of it
+            self.host.notify("agentcompass_result_recorded", record=RecordedResult(
+                run_id=self.request.run_id, run_dir=str(self.store.path), task_id=task_id, trial=trial,
+                attempt=attempt, result=line, calls=calls))
         self.log.info("task.finished", task_id=task_id, trial=trial, attempt=attempt, status=result.status.value,
                       error=result.error, metrics=dict(result.metrics))
         self._event("task.finished", result)

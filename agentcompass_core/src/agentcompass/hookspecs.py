@@ -27,7 +27,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 if TYPE_CHECKING:
     import click
 
-    from agentcompass.runtime.records import LiveFigures, ModelCallEvent, RunSummary, TaskEvent
+    from agentcompass.runtime.records import LiveFigures, ModelCallEvent, RecordedResult, RunSummary, TaskEvent
     from agentcompass.runtime.types import RunRequest
 
 Register = Callable[[str, Callable[..., Any]], None]
@@ -193,6 +193,18 @@ def agentcompass_model_call(event: ModelCallEvent) -> None:
     :param event: a :class:`~agentcompass.runtime.records.ModelCallEvent`: who called (task, trial, attempt,
         role, via), when and for how long, tokens, finish reason, error (masked of the run's secrets), cost;
         never the messages.
+    :return: nothing.
+    """
+
+
+@hookspec
+def agentcompass_result_recorded(record: RecordedResult) -> None:
+    """Observer: a (task, trial)'s final attempt was written (``results.jsonl``, ``trajectories.jsonl``), right
+    before its ``task.finished`` event; on the run's event loop. When no installed plugin implements this hook
+    the runner builds nothing for it. ``run --scan`` scans each attempt from it, without reading the files back.
+
+    :param record: a :class:`~agentcompass.runtime.records.RecordedResult`: the attempt's result line and model
+        call lines as written (masked of the run's secrets; shared with the run, so read-only).
     :return: nothing.
     """
 

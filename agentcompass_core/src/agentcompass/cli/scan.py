@@ -17,22 +17,32 @@ if TYPE_CHECKING:
     from agentcompass.scanning.engine import ScanOutcome
 
 
-def scan_with(host: Any, run_dir: Path, specs: Sequence[str], judge_request: RunRequest | None
-              ) -> tuple[ScanOutcome, list[Scanner]]:
+def scan_with(host: Any, run_dir: Path, specs: Sequence[str], judge_request: RunRequest | None,
+              replay: Path | None = None) -> tuple[ScanOutcome, list[Scanner]]:
     """Scan ``run_dir`` with the scanners ``specs`` name; a ``judge:RUBRIC`` asks ``judge_request``'s judge role
-    (its clients closed when the scan ends)."""
+    (its clients closed when the scan ends) or, given ``replay``, is answered from the judge calls recorded
+    there, offline."""
     import asyncio
 
     from agentcompass.runtime.models import ModelClient
     from agentcompass.scanning.engine import build_scanners, scan_run, split
-    from agentcompass.scanning.judge import judge_client
+    from agentcompass.scanning.judge import JudgeScanner, judge_client
     from agentcompass.scanning.names import JUDGE
 
     judge: ModelClient | None = None
     live: list[ModelClient] = []
-    if judge_request is not None and any(split(s)[0] == JUDGE for s in specs):
-        judge, live = judge_client(host, judge_request)
+    source = None
+    if any(split(s)[0] == JUDGE for s in specs):
+        if replay is not None:
+            from agentcompass.scanning.judge_replay import judge_replay
+
+            source, judge = judge_replay(replay)
+        elif judge_request is not None:
+            judge, live = judge_client(host, judge_request)
     chosen = build_scanners(host, specs, judge)
+    for scanner in chosen:
+        if isinstance(scanner, JudgeScanner):
+            scanner.replay = source
 
     async def scanning() -> ScanOutcome:
         try:
@@ -53,8 +63,12 @@ def judge_logs(scanners: Sequence[Scanner]) -> list[Any]:
 
 def judge_lines(scanners: Sequence[Scanner]) -> list[str]:
     """``judge: N calls (M from the cache), ... tokens`` of each judge scanner that asked."""
-    return [f"judge: {log.calls} calls ({log.cached} from the cache), {log.prompt_tokens} prompt and "
-            f"{log.completion_tokens} completion tokens (in {log.path})" for log in judge_logs(scanners)]
+    lines = []
+    for log in judge_logs(scanners):
+        replayed = f", {log.replayed} replayed" if log.replayed else ""
+        lines.append(f"judge: {log.calls} calls ({log.cached} from the cache{replayed}), {log.prompt_tokens} prompt "
+                     f"and {log.completion_tokens} completion tokens (in {log.path})")
+    return lines
 
 
 def findings_table(findings: list[dict[str, Any]]) -> str:
@@ -82,11 +96,15 @@ def findings_table(findings: list[dict[str, Any]]) -> str:
 @click.option("--cache", metavar="DIR", help="Answer the judge's calls from this model-answer cache when it holds "
                                              "them, storing the others (a second scan then asks no model).")
 @click.option("--cache-expiry", metavar="AGE", help="How old a cached answer may be (seconds, 30m, 12h, 7d).")
+@click.option("--replay", type=click.Path(path_type=Path), metavar="RECORDING",
+              help="Answer the judge's calls from those a judge scan recorded in RECORDING (a run directory with "
+                   "scan_calls.jsonl; RUN_DIR itself to scan again), offline: no --judge-model needed, and a call "
+                   "not recorded stops the scan.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON on stdout.")
 @click.pass_context
 def scan_command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], judge_model: str | None,
                  model_base_url: str | None, model_api_key_env: str | None, cache: str | None,
-                 cache_expiry: str | None, as_json: bool) -> None:
+                 cache_expiry: str | None, replay: Path | None, as_json: bool) -> None:
     """Scan every final attempt of RUN_DIR and write the findings to RUN_DIR/scans.jsonl (and their counts to
     summary.json). Findings never change a score. judge:RUBRIC.md asks --judge-model about each attempt; its
     calls are metered into RUN_DIR/scan_calls.jsonl."""
@@ -98,7 +116,7 @@ def scan_command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], j
     with cli_errors():
         request = scan_request(judge_model, base_url=model_base_url, api_key_env=model_api_key_env, cache=cache,
                                cache_expiry=cache_expiry) if judge_model else None
-        outcome, chosen = scan_with(host, run_dir, scanners, request)
+        outcome, chosen = scan_with(host, run_dir, scanners, request, replay)
     found = [dataclasses.asdict(f) for f in outcome.findings]
     if as_json:
         emit_json(found)

@@ -24,7 +24,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -116,11 +116,21 @@ class Recording:
         return out
 
 
+class CallRecording(Protocol):
+    """What a replay answers from: recorded calls by (task, trial) and role (a run's :class:`Recording`, or the
+    judge calls a scan recorded)."""
+
+    path: Path
+    run_id: str
+
+    def calls(self, task_id: str, trial: int) -> dict[str, list[dict[str, Any]]]: ...
+
+
 @attrs.define
 class Replay:
     """The :class:`~agentcompass.models.access.CallSource` of ``--replay``."""
 
-    recording: Recording
+    recording: CallRecording
     miss: str = "error"
     latency: bool = False
 

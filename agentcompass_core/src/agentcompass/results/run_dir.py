@@ -256,32 +256,37 @@ class RunDirectory:
             f = self._files[name] = open(self.path / name, "a", encoding="utf-8")
         return f
 
-    def _append(self, name: str, *records: Any) -> None:
-        """Append records as JSON lines, flushed together (a final record reaches the OS at once)."""
+    def _append(self, name: str, *records: Any) -> tuple[Any, ...]:
+        """Append records as JSON lines, flushed together (a final record reaches the OS at once); the records
+        as written (masked of the run's secrets: the same objects when none was in them)."""
         lines = "".join(_line(data) for data in records)
         if self.redactor.active:
             masked = self.redactor.text(lines)
             if masked != lines:  # a secret is there: mask each value, so no mask lands inside a JSON token
-                masked = "".join(self.redactor.text(_line(self.redactor.data(data))) for data in records)
+                records = tuple(self.redactor.data(data) for data in records)
+                masked = "".join(self.redactor.text(_line(data)) for data in records)
             lines = masked
         f = self.stream(name)
         f.write(lines)
         f.flush()
         if time.monotonic() - self._last_sync >= FSYNC_INTERVAL:
             self.sync()
+        return records
 
-    def append_result(self, result: RunResult, prepared: Mapping[str, Any] | None = None) -> None:
-        """A final result; ``prepared`` (what ``prepare_task`` returned) is kept beside it for re-scoring."""
+    def append_result(self, result: RunResult, prepared: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+        """A final result; ``prepared`` (what ``prepare_task`` returned) is kept beside it for re-scoring. The
+        line as written (masked)."""
         line = result_to_json(result)
         if prepared is not None:
             line["prepared"] = prepared
-        self._append(RESULTS, line)
+        return self._append(RESULTS, line)[0]
 
     def append_attempt(self, result: RunResult) -> None:
         self._append(ATTEMPTS, result_to_json(result))
 
-    def append_trajectory(self, task_id: str, trial: int, attempt: int, calls: Any) -> None:
-        self._append(
+    def append_trajectory(self, task_id: str, trial: int, attempt: int, calls: Any) -> tuple[Mapping[str, Any], ...]:
+        """The attempt's model calls, one line each; the lines as written (masked)."""
+        return self._append(
             TRAJECTORIES,
             *({"task_id": task_id, "trial": trial, "attempt": attempt, "index": i, **call}
               for i, call in enumerate(calls)),

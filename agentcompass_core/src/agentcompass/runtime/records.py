@@ -50,6 +50,28 @@ class TaskEvent:
 
 
 @dataclass(frozen=True)
+class RecordedResult:
+    """What the observer hook ``agentcompass_result_recorded`` receives: a (task, trial)'s final attempt just as
+    the run wrote it — its ``results.jsonl`` line and its ``trajectories.jsonl`` lines, as JSON objects masked of
+    the run's secrets — so an observer that reads transcripts as they finish needs not read the files back.
+
+    :param run_id: the run; :param run_dir: its directory.
+    :param task_id:, :param trial:, :param attempt: the attempt.
+    :param result: its ``results.jsonl`` line (``status``, ``metrics``, ``error``, ``artifacts``, ...).
+    :param calls: its model calls, one ``trajectories.jsonl`` line each, in order (each with its ``messages``).
+        Shared with the run: read them, never change them.
+    """
+
+    run_id: str
+    run_dir: str
+    task_id: str
+    trial: int
+    attempt: int
+    result: Mapping[str, Any]
+    calls: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
 class LiveFigures:
     """What a run's live display shows beside its task counts, read on demand through the ``figures`` callable
     that ``agentcompass_run_started`` passes.

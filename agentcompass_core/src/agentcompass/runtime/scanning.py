@@ -202,6 +202,8 @@ class Transcript:
     :param steps: the agent's tool calls (:func:`steps_of` of the calls, plus those read from an installed
         agent's own trajectory among the artifacts).
     :param artifacts_dir: the attempt's artifact directory, when it has one.
+    :param passed: whether the attempt passed by the run's verdict rule (its metric contract's success metric at
+        its threshold, as the summary's verdicts count it); ``None`` when the run recorded no contract.
     """
 
     run_id: str
@@ -220,6 +222,7 @@ class Transcript:
     calls: tuple[Mapping[str, Any], ...] = ()
     steps: tuple[ToolStep, ...] = ()
     artifacts_dir: str | None = None
+    passed: bool | None = None
 
     def finding(self, scanner: str, severity: Severity, reason: str, *evidence: Evidence) -> Finding:
         """A :class:`Finding` of this attempt."""

@@ -94,6 +94,9 @@ class JudgeScanner:
     client: ModelClient
     #: Called with each attempt's metered client's meter after its call (what the engine writes out).
     on_meter: Any = None
+    #: A per-attempt answer source (``scan --replay``: a :class:`~agentcompass.models.replay.Replay` of recorded
+    #: judge calls) put in front of ``client`` for each attempt; a call it cannot answer stops the scan.
+    replay: Any = None
 
     @classmethod
     def from_file(cls, path: Path, client: ModelClient, on_meter: Any = None) -> JudgeScanner:
@@ -103,15 +106,19 @@ class JudgeScanner:
         return cls(f"judge:{path.name}", path.read_text(encoding="utf-8"), client, on_meter)
 
     async def scan(self, transcript: Transcript) -> list[Finding]:
-        from agentcompass.models.metering import MeteredModel, TaskMeter
+        from agentcompass.models.metering import CallUnanswerable, MeteredModel, TaskMeter
 
         meter = TaskMeter(transcript.task_id, transcript.attempt, trial=transcript.trial)
-        client = MeteredModel(self.client, "judge", meter)
+        answering = self.client if self.replay is None else self.replay.decorate({"judge": self.client}, meter)["judge"]
+        client = MeteredModel(answering, "judge", meter)
         messages = [{"role": "system", "content": SYSTEM},
                     {"role": "user", "content": f"Rubric:\n{self.rubric.strip()}\n\nTranscript:\n"
                                                 f"{transcript_text(transcript)}"}]
         try:
             response = await client.chat(messages, temperature=0)
+        except CallUnanswerable as exc:  # the recording does not hold this question: no finding can be made up
+            raise UsageError(f"--replay: {str(exc).splitlines()[0].rstrip(':')} (the rubric or the transcript "
+                             "changed since the judge's answers were recorded)") from None
         finally:
             if self.on_meter is not None:
                 self.on_meter(transcript, meter)
@@ -137,6 +144,7 @@ class CallLog:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: int = 0
+    replayed: int = 0
 
     def __call__(self, transcript: Transcript, meter: Any) -> None:
         from agentcompass.serialization import unstructure
@@ -151,6 +159,7 @@ class CallLog:
             self.prompt_tokens += record.prompt_tokens
             self.completion_tokens += record.completion_tokens
             self.cached += record.source == "cache"
+            self.replayed += record.source == "replay"
         if lines:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write("".join(lines))

@@ -1,14 +1,13 @@
 """``run --scan NAME``: scanners run on each attempt as its final result is recorded, an observer of the
-``agentcompass_task_event`` hook reading the records the run has just written (``results.jsonl``,
-``trajectories.jsonl``).
+``agentcompass_result_recorded`` hook: the attempt's records come from the run as it wrote them (its result line
+and model call lines, masked), so nothing is read back from ``results.jsonl`` or ``trajectories.jsonl``.
 
 Finished attempts are scanned in batches (every :data:`BATCH_SECONDS`, or :data:`BATCH_SIZE` attempts), each
-batch reading the files once, so scanning costs the run little; the last batch is scanned when the run ends and
-``summary.json`` then counts every finding."""
+batch's findings appended to ``scans.jsonl`` in one write, so scanning costs the run little; the last batch is
+scanned when the run ends and ``summary.json`` then counts every finding."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -17,14 +16,13 @@ import attrs
 
 from agentcompass.hookspecs import hookimpl
 from agentcompass.redaction import Redactor
-from agentcompass.results.lines import ARTIFACTS, TRAJECTORIES
-from agentcompass.results.reader import Key, RunReader
-from agentcompass.runtime.records import TaskEvent
+from agentcompass.results.lines import ARTIFACTS, RUN_JSON, read_json_file
+from agentcompass.runtime.records import RecordedResult
 from agentcompass.runtime.scanning import Finding, Scanner, read_findings
 from agentcompass.scanning import store
 from agentcompass.scanning.engine import scan_now, update_summary
 from agentcompass.scanning.names import SCANS
-from agentcompass.scanning.transcripts import transcript_of
+from agentcompass.scanning.transcripts import last_messages_only, transcript_from, verdict_rule_of
 
 #: The name the observer is registered under while a run goes.
 SCAN_PLUGIN = "agentcompass-scan"
@@ -39,57 +37,57 @@ class ScanObserver:
 
     scanners: list[Scanner]
     findings: list[Finding] = attrs.field(factory=list)
-    _reader: RunReader | None = None
+    _run_dir: Path | None = None
+    #: The run's ``run.json`` (its id, benchmark and harness go into each transcript).
+    _info: dict[str, Any] = attrs.field(factory=dict)
+    #: The run's verdict rule (what says an attempt passed), read from ``run.json`` once.
+    _rule: tuple[str, float] | None = None
     _redactor: Redactor = attrs.field(factory=Redactor)
     #: Findings already in ``scans.jsonl`` (a resumed run's): never written twice.
     _written: set[tuple[str, str, int, int, str]] = attrs.field(factory=set)
     #: Finished attempts not scanned yet, and when the first of them finished.
-    _pending: dict[tuple[str, int, int], None] = attrs.field(factory=dict)
+    _pending: list[RecordedResult] = attrs.field(factory=list)
     _since: float = 0.0
 
     @hookimpl
     def agentcompass_run_started(self, run_dir: str) -> None:
         path = Path(run_dir)
-        self._reader = RunReader.open(path)
-        self._redactor = store.run_redactor(self._reader.info)
+        self._run_dir = path
+        self._info = read_json_file(path / RUN_JSON)
+        self._rule = verdict_rule_of(self._info)
+        self._redactor = store.run_redactor(self._info)
         self._written = {store.identity(f) for f in read_findings(path)}
 
     @hookimpl
-    def agentcompass_task_event(self, event: TaskEvent) -> None:
-        if event.event != "task.finished" or self._reader is None:
+    def agentcompass_result_recorded(self, record: RecordedResult) -> None:
+        if self._run_dir is None:
             return
         if not self._pending:
             self._since = time.monotonic()
-        self._pending[(event.task_id, event.trial, event.attempt)] = None
+        self._pending.append(record)
         if len(self._pending) >= BATCH_SIZE or time.monotonic() - self._since >= BATCH_SECONDS:
             self.flush()
 
     @hookimpl
     def agentcompass_run_finished(self, run_id: str, summary: Any) -> None:
         """The last batch; ``summary.json`` (written just before) then counts every finding."""
-        if self._reader is not None and self._pending:
+        if self._run_dir is not None and self._pending:
             self.flush()
-            update_summary(self._reader.path)
+            update_summary(self._run_dir)
 
     def flush(self) -> None:
-        """Scan every pending attempt whose final record is written (the files read once for all of them)."""
-        reader = self._reader
-        if reader is None or not self._pending:
+        """Scan every pending attempt and append what the scanners found to ``scans.jsonl``."""
+        run_dir = self._run_dir
+        if run_dir is None or not self._pending:
             return
-        pending, self._pending = list(self._pending), {}
-        reader.refresh()
-        any_artifacts = (reader.path / ARTIFACTS).is_dir()
+        pending, self._pending = self._pending, []
+        any_artifacts = (run_dir / ARTIFACTS).is_dir()
         found: list[Finding] = []
-        path = reader.path / TRAJECTORIES
-        with open(path, "rb") if path.exists() else contextlib.nullcontext() as f:
-            for task_id, trial, attempt in pending:
-                key: Key = (task_id, trial)
-                record = reader.results.get(key)
-                if record is None or record.get("attempt") != attempt:
-                    continue
-                transcript = transcript_of(reader, key, record, any_artifacts=any_artifacts, trajectories=f)
-                found += [x for x in scan_now(self.scanners, transcript) if store.identity(x) not in self._written]
+        for record in pending:
+            transcript = transcript_from(run_dir, self._info, (record.task_id, record.trial), record.result,
+                                         last_messages_only(record.calls), any_artifacts=any_artifacts,
+                                         rule=self._rule)
+            found += [x for x in scan_now(self.scanners, transcript) if store.identity(x) not in self._written]
         self._written.update(store.identity(x) for x in found)
-        store.append(reader.path / SCANS, found, self._redactor)
+        store.append(run_dir / SCANS, found, self._redactor)
         self.findings.extend(found)
-

@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from agentcompass.errors import ResultsError, describe
 from agentcompass.results.lines import ARTIFACTS, TRAJECTORIES
 from agentcompass.results.reader import Key, RunReader
+from agentcompass.runtime.metrics import contract_from_json, verdict_rule
 from agentcompass.runtime.names import safe_name
 from agentcompass.runtime.scanning import ToolStep, Transcript, steps_of
 
@@ -150,22 +151,59 @@ def attempt_calls(reader: RunReader, key: Key, attempt: int, f: BinaryIO | None 
     return calls
 
 
+def last_messages_only(calls: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``calls`` (one attempt's, in order) as :func:`attempt_calls` reads them back: only the last call of each
+    role keeps its ``messages`` (the others' are a prefix of it); the calls themselves are left unchanged."""
+    last_of_role = {call.get("role"): i for i, call in enumerate(calls)}
+    whole = set(last_of_role.values())
+    return [call if i in whole or "messages" not in call else _without_messages(call) for i, call in enumerate(calls)]
+
+
+def _without_messages(call: Mapping[str, Any]) -> dict[str, Any]:
+    copy = dict(call)
+    del copy["messages"]
+    return copy
+
+
 def transcript_of(reader: RunReader, key: Key, record: Mapping[str, Any],
-                  calls: list[dict[str, Any]] | None = None, any_artifacts: bool = True,
+                  calls: Sequence[Mapping[str, Any]] | None = None, any_artifacts: bool = True,
                   trajectories: BinaryIO | None = None) -> Transcript:
     """The transcript of ``record`` (a final result's JSON) and its attempt's calls (read when not given: see
     :func:`attempt_calls`); ``any_artifacts=False`` says the run has no artifact directory at all."""
-    attempt = int(record.get("attempt") or 1)
     if calls is None:
-        calls = attempt_calls(reader, key, attempt, trajectories)
-    request = reader.info.get("request") or {}
+        calls = attempt_calls(reader, key, int(record.get("attempt") or 1), trajectories)
+    return transcript_from(reader.path, reader.info, key, record, calls, any_artifacts=any_artifacts,
+                           rule=verdict_rule_of(reader.info))
+
+
+def verdict_rule_of(info: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The run's verdict rule (the metric that says pass, and its threshold) from ``run.json``'s recorded metric
+    contract; ``None`` when it recorded none."""
+    plan = info.get("plan")
+    contract = plan.get("metric_contract") if isinstance(plan, Mapping) else None
+    if not isinstance(contract, Mapping) or not isinstance(contract.get("primary"), str):
+        return None
+    try:
+        return verdict_rule(contract_from_json(contract))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def transcript_from(run_dir: Path, info: Mapping[str, Any], key: Key, record: Mapping[str, Any],
+                    calls: Sequence[Mapping[str, Any]], any_artifacts: bool = True,
+                    rule: tuple[str, float] | None = None) -> Transcript:
+    """The transcript of ``record`` (a final result's JSON) with its attempt's ``calls`` (as
+    :func:`attempt_calls` gives them), in the run ``run_dir`` whose ``run.json`` holds ``info``; ``rule``: the
+    run's :func:`verdict_rule_of` (without it, ``passed`` is ``None``)."""
+    attempt = int(record.get("attempt") or 1)
+    request = info.get("request") or {}
     steps = steps_of(calls)
-    art = artifacts_dir(reader.path, key[0], key[1], attempt) if any_artifacts else None
+    art = artifacts_dir(run_dir, key[0], key[1], attempt) if any_artifacts else None
     has_art = art is not None and art.is_dir()
     native = native_steps(art, len(steps)) if art is not None and has_art else ()
     metrics = record.get("metrics") or {}
     return Transcript(
-        run_id=str(reader.info.get("run_id", "")), task_id=key[0], trial=key[1], attempt=attempt,
+        run_id=str(info.get("run_id", "")), task_id=key[0], trial=key[1], attempt=attempt,
         status=str(record.get("status", "")), benchmark=str(request.get("benchmark", "")),
         harness=str(request.get("harness", "")),
         metrics={k: float(v) for k, v in metrics.items() if isinstance(v, int | float)},
@@ -173,11 +211,19 @@ def transcript_of(reader: RunReader, key: Key, record: Mapping[str, Any],
         final_answer=record.get("final_answer") if isinstance(record.get("final_answer"), str) else None,
         category=record.get("category"), artifacts=record.get("artifacts") or {}, calls=tuple(calls),
         steps=steps + native, artifacts_dir=str(art) if has_art else None,
+        passed=_passed(record, rule) if rule is not None else None,
     )
+
+
+def _passed(record: Mapping[str, Any], rule: tuple[str, float]) -> bool:
+    value = (record.get("metrics") or {}).get(rule[0])
+    return record.get("status") == "COMPLETED" and isinstance(value, int | float) and float(value) >= rule[1]
 
 
 def transcripts(reader: RunReader) -> Iterator[Transcript]:
     """The transcript of every final result of the run, in the order they finished."""
     any_artifacts = (reader.path / ARTIFACTS).is_dir()
+    rule = verdict_rule_of(reader.info)
     for key, record in list(reader.results.items()):
-        yield transcript_of(reader, key, record, any_artifacts=any_artifacts)
+        calls = attempt_calls(reader, key, int(record.get("attempt") or 1))
+        yield transcript_from(reader.path, reader.info, key, record, calls, any_artifacts=any_artifacts, rule=rule)
