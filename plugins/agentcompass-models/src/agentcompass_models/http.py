@@ -10,8 +10,8 @@ connections about 10 ms of CPU per request on the event loop — while aiohttp n
 dependency of the core (the gateway is served with it), and the SDKs bring their own retry and pooling
 policies that would fight the runtime's.
 * The slots adapt to the provider's rate limits (:mod:`agentcompass.runtime.rate_limits`: fewer calls in flight
-  after a 429 or 503, one more a round after answers); a rate-limited call is retried past ``--max-retries``
-  while ``--request-timeout`` from its first try allows.
+  after a 429 or 503, one more a round after answers); a rate-limited call (429) is retried past
+  ``--max-retries`` while ``--request-timeout`` from its first try allows.
 * ``--request-timeout`` bounds each request as a whole (connect, send, wait, read).
 * Retries with exponential backoff and full jitter on 429, 408, 409, 5xx, connection errors, timeouts and
   unreadable answers, honouring ``Retry-After`` / ``retry-after-ms``, at most ``--max-retries`` times.
@@ -327,9 +327,10 @@ class HTTPModelClient(ModelClient):
 
 
 def rides_out(status: int | None, deadline: float) -> bool:
-    """A rate-limited answer (429, 503) past ``--max-retries`` is retried still while the call's deadline
-    (``--request-timeout`` from its first try) allows: the provider's limit adapts meanwhile."""
-    return status in RATE_LIMITED and time.monotonic() < deadline
+    """A rate-limited answer (429) past ``--max-retries`` is retried still while the call's deadline
+    (``--request-timeout`` from its first try) allows: the provider's limit adapts meanwhile. (A 503 adapts
+    the limit too, but past the retries it is an outage, which the run's ``--retries`` cover.)"""
+    return status == 429 and time.monotonic() < deadline
 
 
 def _snippet(text: str, limit: int = ERROR_SNIPPET) -> str:
