@@ -45,10 +45,10 @@ REPLACING_KINDS = frozenset({"rate_limit", "server_error", "connection_reset", "
 #: Kinds that drop the agent's connection (it sees a reset, not an HTTP answer).
 DROPPING_KINDS = frozenset({"connection_reset", "timeout", "stream_cut"})
 LATENCY_TAILS = ("fixed", "pareto")
-#: Shape of the heavy tail: P(delay > k * latency) = k ** -PARETO_ALPHA (a tenth of the calls 10x or more).
+#: Shape of the heavy tail: P(delay > k * latency) = k ** -PARETO_ALPHA (a tenth of the calls 10x or more, at most 30x).
 PARETO_ALPHA = 1.0
 #: The heavy tail is cut at this many times the latency (a run must end).
-PARETO_CAP = 100.0
+PARETO_CAP = 30.0
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def _non_default(data: Any) -> dict[str, Any]:
 BUILTIN_PROFILES: Mapping[str, Mapping[str, Any]] = {
     "flaky-api": {"default": {"rate_limit": 0.1, "retry_after": 1, "server_error": 0.05,
                               "connection_reset": 0.02}},
-    "slow-api": {"default": {"latency": 2.0, "latency_tail": "pareto", "latency_rate": 1.0, "timeout": 0.02,
+    "slow-api": {"default": {"latency": 0.5, "latency_tail": "pareto", "latency_rate": 1.0, "timeout": 0.02,
                              "timeout_after": 60}},
     "cut-streams": {"default": {"stream_cut": 0.2, "cut_after": 3}},
     "bad-tool-json": {"default": {"bad_tool_json": 0.2, "empty_answer": 0.05}},
