@@ -128,7 +128,7 @@ class FaultyModel(ModelClient):
         self.calls += 1
         return fault_for(self.rates, self.seed, self.task_id, self.trial, self.role, self.calls)
 
-    async def _before(self, fault: Fault, streamed: bool) -> None:
+    async def _before(self, fault: Fault) -> None:
         """Wait the fault's latency; fail as the fault says (a dropped connection first, for those that drop)."""
         if fault.latency_s:
             await asyncio.sleep(fault.latency_s)
@@ -146,7 +146,7 @@ class FaultyModel(ModelClient):
     async def chat(self, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]] | None = None,
                    **params: Any) -> ChatResponse:
         fault = self.next_fault()
-        await self._before(fault, streamed=False)
+        await self._before(fault)
         if fault.kind == "empty_answer":
             return self._empty(fault)
         response = await self.inner.chat(messages, tools=tools, **params)
@@ -159,7 +159,7 @@ class FaultyModel(ModelClient):
     async def stream(self, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]] | None = None,
                      **params: Any) -> AsyncGenerator[StreamEvent, None]:
         fault = self.next_fault()
-        await self._before(fault, streamed=True)
+        await self._before(fault)
         if fault.kind == "empty_answer":
             yield StreamEnd(self._empty(fault))
             return
@@ -193,7 +193,7 @@ class FaultyModel(ModelClient):
         if request.path.endswith("count_tokens") or request.path.endswith(":countTokens"):
             return await self.inner.native(request)
         fault = self.next_fault()
-        await self._before(fault, streamed=request.stream)
+        await self._before(fault)
         if fault.kind == "empty_answer":
             codec = CODECS[request.protocol]
             body = codec.render_response(self._empty(fault), self.model)
@@ -258,15 +258,3 @@ class FaultSource:
 
     def warnings(self) -> list[str]:
         return []
-
-
-def fault_of(exc: BaseException) -> dict[str, Any] | None:
-    """The fault record of an error a fault caused, or ``None``."""
-    fault = getattr(exc, "fault", None)
-    return fault.record() if isinstance(fault, Fault) else None
-
-
-def fault_in(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The fault record an answer's metadata carries, or ``None``."""
-    fault = (metadata or {}).get("fault")
-    return dict(fault) if isinstance(fault, Mapping) else None
