@@ -213,6 +213,13 @@ def _answers(req: RunRequest) -> Iterator[Problem]:
                       related=("replay",))
     if a.cache_expiry is not None and not a.cache:
         yield Problem("cache_expiry", "needs --cache DIR", related=("cache",))
+    if a.faults:
+        from agentcompass.models.fault_profiles import load_profile
+
+        try:
+            load_profile(a.faults)
+        except UsageError as exc:
+            yield Problem("faults", _after_flag(str(exc), "faults"))
 
 
 def _execution(req: RunRequest) -> Iterator[Problem]:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcompass.errors import UsageError
+from agentcompass.models.fault_profiles import BUILTIN_PROFILES
 from agentcompass.request_checks import option_flag as request_option_flag
 from agentcompass.runtime.types import REQUEST_GROUPS, REQUEST_OPTIONS, RoleModelSettings, RunRequest
 
@@ -267,8 +268,8 @@ class RunOptions:
                 raise _unknown(source, str(key), all_keys())
         if "models" in data:  # after the options it may repeat
             values.update(_fold_models(check, data["models"], values))
-        for key in ("prices", "replay", "cache"):  # paths, from where they were written
-            if values.get(key):
+        for key in ("prices", "replay", "cache", "faults"):  # paths, from where they were written
+            if values.get(key) and not (key == "faults" and values[key] in BUILTIN_PROFILES):
                 values[key] = str(((base_dir or Path.cwd()) / Path(values[key]).expanduser()).resolve())
         options = cls(values)
         options._check(check)

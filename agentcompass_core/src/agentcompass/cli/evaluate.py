@@ -105,13 +105,19 @@ def compare_command(runs: tuple[Path, ...], by_category: bool, as_json: bool, pl
     if plan_difference is not None:
         print_plan(runs[:2], plan_difference, None, as_json)
         return
+    from agentcompass.results.robustness import pairs_of, robustness, robustness_text
+
     with cli_errors():
         loaded = [load_run(p) for p in runs]
         comparisons = [compare(loaded[0], other, by_category=by_category) for other in loaded[1:]]
+        # A faulted run against a clean one: how much the faults cost (the robustness section).
+        robust = {(r.clean, r.faulted): r for r in (robustness(c, f) for c, f in pairs_of(loaded))}
     if as_json:
-        emit_json([unstructure(c) for c in comparisons])
+        emit_json([{**unstructure(c), **({"robustness": unstructure(r)} if (r := robust.get((c.a, c.b)) or robust.get(
+            (c.b, c.a))) else {})} for c in comparisons])
         return
-    click.echo("\n\n".join(comparison_text(c) for c in comparisons))
+    click.echo("\n\n".join(comparison_text(c) + "".join(f"\n\n{robustness_text(r)}" for key, r in robust.items()
+                                                        if set(key) == {c.a, c.b}) for c in comparisons))
 
 
 def print_plan(runs: tuple[Path, ...], difference: float, metric: str | None, as_json: bool) -> None:

@@ -17,6 +17,7 @@ import click
 
 from agentcompass.cli.render import CONSOLE_ERROR
 from agentcompass.hookspecs import hookimpl
+from agentcompass.runtime.rate_limits import LimitState, throttled
 from agentcompass.runtime.records import LiveFigures, ModelCallEvent, TaskEvent
 from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
@@ -31,6 +32,13 @@ def _duration(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
         else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def throttle_text(state: LimitState) -> str:
+    """A rate-limited provider on the status line: ``openai 4/64 calls (12 waiting)``."""
+    waiting = f" ({state.waiting} waiting)" if state.waiting else ""
+    paused = f" paused {state.paused_s:.0f}s" if state.paused_s >= 1 else ""
+    return f"{state.provider.split(' at ')[0]} {state.limit}/{state.ceiling} calls{waiting}{paused}"
 
 
 class Progress:
@@ -81,6 +89,7 @@ class Progress:
                  f"rate {rate:.1f}/min", f"ETA {eta}", f"calls {self.calls:,}", f"tokens {self.tokens:,}"]
         if cost is not None:
             parts.append(f"cost {cost:.4f} USD")
+        parts += [throttle_text(state) for state in throttled()]
         return "  ".join(parts)
 
     def _status_text(self) -> Any:

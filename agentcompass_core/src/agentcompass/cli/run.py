@@ -98,6 +98,10 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
      {"metavar": "DIR", "help": "Answer repeated model calls from this cache directory (shared across runs)."}),
     ("cache_expiry", (),
      {"metavar": "AGE", "help": "Ignore cache entries older than AGE (seconds, or 30m, 12h, 7d)."}),
+    ("faults", (),
+     {"metavar": "PROFILE",
+      "help": "Inject faults into every model call (429s, 5xx, resets, timeouts, latency, cut streams, bad "
+              "tool JSON, empty answers): a TOML profile or flaky-api, slow-api, cut-streams, bad-tool-json."}),
     ("prices", (),
      {"type": click.Path(dir_okay=False), "metavar": "FILE",
       "help": "JSON price table (USD per 1M input/output tokens) extending the built-in one; also "

@@ -134,6 +134,23 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.4f}"
 
 
+def robustness_rows(cells: list[dict[str, Any]]) -> list[list[str]]:
+    """The robustness table's rows: one per faulted cell that has a clean twin."""
+    rows = []
+    for c in cells:
+        r = c.get("robustness")
+        if not r:
+            continue
+        ci = r["ci95"]
+        kinds = ", ".join(f"{k['kind']} {k['calls']}" + (f" {k['drop']:+.3f}" if k["drop"] is not None else "")
+                          for k in r["kinds"]) or "-"
+        rows.append([c["name"], str(r["profile"]), r["vs"], _num(r["clean_mean"]), _num(r["faulted_mean"]),
+                     _signed(r["drop"]) + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""),
+                     f"{r['faulted_calls']}/{r['calls']}", f"{r['errors_by_faults']} / {r['errors_by_agent']}",
+                     kinds])
+    return rows
+
+
 def leaderboard_text(data: dict[str, Any]) -> str:
     from agentcompass.cli.render import table
 
@@ -166,6 +183,11 @@ def leaderboard_text(data: dict[str, Any]) -> str:
                      f"{bench['baseline']}\n" + table(
                          ["cell", "harness", "model", "mean", "95% CI", "pass^k", "errors", "tokens", "cost USD",
                           "time s", "difference [95% CI] MDE"], rows))
+        robust = robustness_rows(bench["cells"])
+        if robust:
+            parts.append(f"{bench['benchmark']} — robustness: each faulted cell against its clean twin\n" + table(
+                ["cell", "faults", "vs", "clean", "faulted", "drop [95% CI]", "faulted calls",
+                 "errors: faults / agent", "by fault kind: calls, drop on their tasks"], robust))
     others = [*data["not_run"], *data["skipped"]]
     if others:
         parts.append("not on the board:\n" + "\n".join(

@@ -15,6 +15,7 @@ from pathlib import Path
 from agentcompass.errors import UsageError
 from agentcompass.models.access import CallSource
 from agentcompass.models.call_cache import CacheSource, CallCache, parse_expiry
+from agentcompass.models.faults import FaultSource
 from agentcompass.models.replay import OfflineModel, Recording, Replay
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.seeds import new_run_seed
@@ -30,6 +31,8 @@ def call_sources(req: RunRequest, models: Mapping[str, str]) -> tuple[CallSource
         sources.append(CacheSource(CallCache.open(Path(a.cache), parse_expiry(a.cache_expiry)), dict(models)))
     if a.replay:
         sources.append(Replay(Recording.open(Path(a.replay)), miss=a.replay_miss, latency=a.replay_latency))
+    if a.faults:  # outermost: a replayed faulted run gets its faults before the recording is asked
+        sources.append(FaultSource.load(a.faults))
     return tuple(sources)
 
 
@@ -45,9 +48,11 @@ def default_seed(req: RunRequest) -> int:
 def provenance(req: RunRequest) -> dict[str, object] | None:
     """What ``run.json`` records of where the run's answers came from (``None`` for a live run)."""
     a = req.answers
-    if not (a.replay or a.cache):
+    if not (a.replay or a.cache or a.faults):
         return None
     out: dict[str, object] = {}
+    if a.faults:
+        out.update(FaultSource.load(a.faults).provenance())
     if a.cache:
         out["cache"] = {"dir": str(Path(a.cache).resolve()), "expiry_s": parse_expiry(a.cache_expiry)}
     if a.replay:

@@ -50,6 +50,7 @@ from aiohttp import web
 
 from agentcompass.errors import UsageError, describe
 from agentcompass.models import gateway_serving
+from agentcompass.models.faults import serving_middleware
 from agentcompass.models.gateway_client import (
     DROPPED_RESPONSE_HEADERS,
     Forwarded,
@@ -118,7 +119,7 @@ class ModelGateway:
     _loopback: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[serving_middleware])
         if self.relay is not None:
             app.router.add_route("*", "/{path:.*}", self._forward)
         else:

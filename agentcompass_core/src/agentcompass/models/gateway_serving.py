@@ -90,8 +90,11 @@ def _failure(gateway: ModelGateway, codec: Codec, role: str, exc: BaseException
         status = exc.status or 502
         retried = not exc.retryable or int(getattr(exc, "attempts", 1) or 1) > 1
         kind = "rate_limit_error" if isinstance(exc, LimitReached) else None
-        return status, codec.error_body(status, mask(f"model {role!r} failed: {exc}"), kind), (
-            {"x-should-retry": "false"} if retried else None)
+        headers = {"x-should-retry": "false"} if retried else {}
+        retry_after = getattr(exc, "retry_after", None)  # an injected 429's (--faults)
+        if retry_after is not None:
+            headers["retry-after"] = f"{retry_after:g}"
+        return status, codec.error_body(status, mask(f"model {role!r} failed: {exc}"), kind), headers or None
     return 500, codec.error_body(500, mask(f"model {role!r} failed: {describe(exc)}"), "api_error"), None
 
 

@@ -81,6 +81,9 @@ class CallRecord:
     #: ``None``. A cut call's tokens are those counted so far, estimated at :data:`CHARS_PER_TOKEN` characters
     #: a token (the request's, and the answer's streamed so far): the provider never reported them.
     cut: str | None = None
+    #: The fault ``--faults`` injected into the call (``{"kind", "index", ...}``, see
+    #: :mod:`agentcompass.models.faults`), or ``None``.
+    fault: dict[str, Any] | None = None
 
     def bound(self, redactor: Redactor | None, limit: int | None = None) -> None:
         """Cut the record to ``limit`` bytes of JSON (masking what is cut with ``redactor`` first)."""
@@ -467,6 +470,8 @@ class MeteredModel(ModelClient):
             call.cut("the caller stopped reading the stream (client disconnected)")
             raise
         except BaseException as exc:
+            if getattr(exc, "fault", None) is not None:  # ``--faults`` cut the stream: what came before, kept
+                call.record.response = pieces.message()
             call.fail(exc)
             raise
 
@@ -562,7 +567,11 @@ class MeteredCall:
             meter._check_agent(streamed_tokens=max(1, chars // CHARS_PER_TOKEN))
 
     def note(self, metadata: Mapping[str, Any] | None) -> None:
-        """Take what the answer says of itself: its ``source`` (``replay``, ``cache``, ``live``)."""
+        """Take what the answer says of itself: its ``source`` (``replay``, ``cache``, ``live``) and the fault
+        injected into it (``fault``)."""
+        fault = (metadata or {}).get("fault")
+        if isinstance(fault, Mapping):
+            self.record.fault = dict(fault)
         source = (metadata or {}).get("source")
         if isinstance(source, str) and source in SOURCE_COUNTS:
             self.record.source = source
@@ -578,7 +587,11 @@ class MeteredCall:
         record.latency_s = time.perf_counter() - self.t0
         record.error = str(exc) if isinstance(exc, ModelError) else describe(exc) if isinstance(
             exc, Exception) else f"cancelled ({type(exc).__name__})"
-        if isinstance(exc, CallUnanswerable):
+        injected = getattr(exc, "fault", None)
+        if injected is not None and hasattr(injected, "record"):  # ``--faults``: the agent's to ride out
+            record.fault = injected.record()
+            record.attempts = 1
+        elif isinstance(exc, CallUnanswerable):
             meter.unanswerable = meter.unanswerable or str(exc)
         elif isinstance(exc, LimitReached):
             meter.limit_reached = meter.limit_reached or str(exc)

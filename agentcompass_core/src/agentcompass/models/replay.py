@@ -30,6 +30,7 @@ import attrs
 
 from agentcompass.errors import ResultsError, UsageError
 from agentcompass.models.call_key import first_difference, normalise, request_key, tool_digests
+from agentcompass.models.fault_profiles import REPLACING_KINDS
 from agentcompass.models.metering import CallUnanswerable, TaskMeter
 from agentcompass.models.stored_answers import (
     CUT_NOTE,
@@ -165,7 +166,7 @@ class ReplayedAttempt:
         used = self.used.setdefault(role, set())
         key = request_key(messages, tools, params)
         for i, call in enumerate(recorded):
-            if i not in used and call.get("request_key") == key:
+            if i not in used and call.get("request_key") == key and not replaced_by_fault(call):
                 used.add(i)
                 return call
         why = self._miss(role, recorded, used, messages, tools, params)
@@ -191,6 +192,13 @@ class ReplayedAttempt:
         then = normalise(expected.get("messages") or [], (), expected.get("params") or {})
         then["tools"] = _named(expected.get("tools") or [], expected.get("tool_digests") or [])
         return f"first difference from recorded {role} call {left[0] + 1}: " + first_difference(then, now)
+
+
+def replaced_by_fault(call: Mapping[str, Any]) -> bool:
+    """A recorded call whose answer a ``--faults`` fault replaced (it never reached the model): a replay of the
+    faulted run injects the same fault before the call reaches the recording, so it answers nothing."""
+    fault = call.get("fault")
+    return isinstance(fault, Mapping) and fault.get("kind") in REPLACING_KINDS
 
 
 def _tool_names(tools: Sequence[Any] | None) -> list[str]:
@@ -240,6 +248,8 @@ class ReplayClient(ModelClient):
     async def _recorded(self, call: dict[str, Any]) -> ChatResponse:
         if self.attempt.replay.latency:
             await asyncio.sleep(float(call.get("latency_s") or 0.0))
+        if (call.get("fault") or {}).get("kind") == "stream_cut" and call.get("response") is not None:
+            return response_from(call, "replay")  # what streamed before the cut (--faults cuts it again)
         if call.get("error") is not None or call.get("response") is None:
             raise ModelError(f"{call.get('error') or 'no answer'} (replayed)")
         if call.get("truncated") and CUT_NOTE in json.dumps(call.get("response"), ensure_ascii=False):

@@ -281,6 +281,9 @@ class AnswerSources:
     replay_latency: bool = False
     cache: str | None = None
     cache_expiry: str | None = None
+    #: ``--faults PROFILE``: a fault profile (TOML file or built-in name) injected into every model call
+    #: (:mod:`agentcompass.models.faults`).
+    faults: str | None = None
 
 
 @dataclass(frozen=True)
@@ -313,7 +316,8 @@ REQUEST_OPTIONS: Mapping[str, tuple[str | None, str]] = {
     "model_base_url": ("models", "base_url"), "model_api_key_env": ("models", "api_key_env"),
     **{name: ("models", name) for name in ("role_settings", "max_retries", "max_connections", "request_timeout",
                                            "prices", "secret_env")},
-    **{name: ("answers", name) for name in ("replay", "replay_miss", "replay_latency", "cache", "cache_expiry")},
+    **{name: ("answers", name) for name in ("replay", "replay_miss", "replay_latency", "cache", "cache_expiry",
+                                            "faults")},
     **{name: ("execution", name) for name in ("executor", "executor_args", "gateway_host")},
 }
 

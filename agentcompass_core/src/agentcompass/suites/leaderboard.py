@@ -23,6 +23,7 @@ from typing import Any
 
 from agentcompass.errors import AgentCompassError, UsageError
 from agentcompass.results.comparison import LoadedRun, load_run, paired_difference, shared_tasks
+from agentcompass.results.robustness import add_robustness
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.results.summary import summary_so_far
 from agentcompass.runtime.records import RunSummary
@@ -61,6 +62,7 @@ def leaderboard(path: Path, baseline: str | None = None) -> dict[str, Any]:
         cells = [r for r in rows if r["benchmark"] == benchmark]
         base = next((r for r in cells if r["name"] == baseline), cells[0])
         _add_differences(base, cells, warnings)
+        add_robustness(cells, {c.name: dict(c.options) for c in record.cells}, warnings)
         cells.sort(key=lambda r: (r["mean"] is None, -(r["mean"] or 0.0), r["name"]))
         for r in cells:
             r.pop("_path", None)
@@ -116,7 +118,7 @@ def _figures(name: str, state: str, summary: RunSummary) -> dict[str, Any]:
         "status_counts": dict(summary.status_counts), "unfinished": summary.n_unfinished,
         "tokens": sum(u.prompt_tokens + u.completion_tokens for u in usage),
         "cost_usd": sum(c for c in costs if c is not None) if costs and all(c is not None for c in costs) else None,
-        "duration_s": summary.duration_s, "difference": None,
+        "duration_s": summary.duration_s, "difference": None, "robustness": None,
     }
 
 

@@ -9,6 +9,9 @@ pool of httpx (httpcore 1.0) does work quadratic in the number of connections on
 connections about 10 ms of CPU per request on the event loop — while aiohttp needs ~0.3 ms, is already a
 dependency of the core (the gateway is served with it), and the SDKs bring their own retry and pooling
 policies that would fight the runtime's.
+* The slots adapt to the provider's rate limits (:mod:`agentcompass.runtime.rate_limits`: fewer calls in flight
+  after a 429 or 503, one more a round after answers); a rate-limited call (429) is retried past
+  ``--max-retries`` while ``--request-timeout`` from its first try allows.
 * ``--request-timeout`` bounds each request as a whole (connect, send, wait, read).
 * Retries with exponential backoff and full jitter on 429, 408, 409, 5xx, connection errors, timeouts and
   unreadable answers, honouring ``Retry-After`` / ``retry-after-ms``, at most ``--max-retries`` times.
@@ -46,6 +49,7 @@ from agentcompass.errors import UsageError, describe
 from agentcompass.runtime.codecs import CODECS, ProtocolError
 from agentcompass.runtime.model_providers import MASK, MIN_SECRET_LENGTH, ProviderSettings, Redactor
 from agentcompass.runtime.models import ModelClient, ModelError
+from agentcompass.runtime.rate_limits import RATE_LIMITED, AdaptiveLimit
 
 #: Backoff: the n-th retry waits uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n)) seconds.
 BACKOFF_BASE = 0.5
@@ -112,9 +116,10 @@ def _safe_url(url: str) -> str:
 
 
 class _Pool:
-    def __init__(self, client: aiohttp.ClientSession, slots: int) -> None:
+    def __init__(self, client: aiohttp.ClientSession, slots: int, provider: str = "") -> None:
         self.client = client
-        self.slots = asyncio.Semaphore(slots)
+        #: At most ``--max-connections`` calls in flight, fewer while the provider rate-limits them.
+        self.slots = AdaptiveLimit(provider, slots)
         self.refs = 0
         #: Whether the endpoint has sent any HTTP answer yet (a refusal before that is a wrong URL).
         self.answered = False
@@ -231,7 +236,7 @@ class HTTPModelClient(ModelClient):
             connector = aiohttp.TCPConnector(limit=n, limit_per_host=0, ssl=_ssl_context() if https else False)
             client = aiohttp.ClientSession(connector=connector, trust_env=False,
                                            timeout=aiohttp.ClientTimeout(total=None))
-            pool = _POOLS[key] = _Pool(client, n)
+            pool = _POOLS[key] = _Pool(client, n, self.scrub(f"{self.provider} at {self.safe_base_url}"))
         pool.refs += 1
         self._pool, self._pool_key = pool, key
         return pool
@@ -260,12 +265,13 @@ class HTTPModelClient(ModelClient):
         content = json.dumps(body, ensure_ascii=False).encode()
         max_retries = self.settings.max_retries
         attempt = 0
+        deadline = time.monotonic() + self.settings.request_timeout
         while True:
             attempt += 1
             error, retry_after = await self._attempt(pool, url, headers, content, shape)
             if isinstance(error, dict):
                 return error, attempt
-            if not error.retryable or attempt > max_retries:
+            if not error.retryable or (attempt > max_retries and not rides_out(error.status, deadline)):
                 error.attempts = attempt
                 if error.retryable and attempt > 1:
                     error.args = (f"{error.args[0]} (after {attempt} attempts)",)
@@ -281,7 +287,7 @@ class HTTPModelClient(ModelClient):
         self, pool: _Pool, url: str, headers: dict[str, str], content: bytes, shape: ShapeCheck | None = None
     ) -> tuple[dict[str, Any] | ProviderError, float | None]:
         timeout = self.settings.request_timeout
-        async with pool.slots:
+        async with pool.slots.slot() as ticket:
             try:
                 async with asyncio.timeout(timeout):
                     target, headers = await self.authorize(url, headers, content)
@@ -298,6 +304,10 @@ class HTTPModelClient(ModelClient):
                     # Never answered: a wrong URL or a server that is down, fatal now. Else retried (a restart).
                     return EndpointUnreachable(text, retryable=pool.answered, fatal=not pool.answered), None
                 return self._error(f"connection error: {describe(exc)}", retryable=True), None
+        if status in RATE_LIMITED:
+            pool.slots.rate_limited(ticket, status, _retry_after(response_headers))
+        elif status < 400:
+            pool.slots.answered()
         if 200 <= status < 300:
             data, problem = read_json(body)
             if problem is None and shape is not None:
@@ -338,6 +348,13 @@ class HTTPModelClient(ModelClient):
             kind = "rate limited" if status == 429 else "server error"
             return self._error(f"{kind} (HTTP {status}){tail}", retryable=True, status=status)
         return self._error(f"request rejected (HTTP {status}){tail}", status=status)
+
+
+def rides_out(status: int | None, deadline: float) -> bool:
+    """A rate-limited answer (429) past ``--max-retries`` is retried still while the call's deadline
+    (``--request-timeout`` from its first try) allows: the provider's limit adapts meanwhile. (A 503 adapts
+    the limit too, but past the retries it is an outage, which the run's ``--retries`` cover.)"""
+    return status == 429 and time.monotonic() < deadline
 
 
 def _snippet(text: str, limit: int = ERROR_SNIPPET) -> str:

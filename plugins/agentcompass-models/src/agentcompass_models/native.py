@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from agentcompass.errors import describe
 from agentcompass.runtime.model_stream import NativeReply, NativeRequest
+from agentcompass.runtime.rate_limits import RATE_LIMITED
 from yarl import URL
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str 
         EndpointUnreachable,
         _refused,
         _retry_after,
+        rides_out,
     )
 
     counting = request.path.endswith(("count_tokens", "countTokens"))  # a count, not an answer to read
@@ -70,9 +73,10 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str 
         body.pop("max_tokens", None)
     content = json.dumps(body, ensure_ascii=False).encode()
     attempt = 0
+    deadline = time.monotonic() + client.settings.request_timeout
     while True:
         attempt += 1
-        await pool.slots.acquire()
+        ticket = await pool.slots.acquire()
         released = False
         try:
             async with asyncio.timeout(client.settings.request_timeout):
@@ -95,6 +99,10 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str 
                 raise lost from None
             await asyncio.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))))
             continue
+        if response.status in RATE_LIMITED:
+            pool.slots.rate_limited(ticket, response.status, _retry_after(response.headers))
+        elif response.status < 400:
+            pool.slots.answered()
         try:
             streamed = response.status == 200 and client.streams(response.headers.get("Content-Type", ""))
             if streamed:
@@ -102,7 +110,8 @@ async def send_native(client: HTTPModelClient, request: NativeRequest, url: str 
                 return NativeReply(200, {}, chunks=client.relay(_chunks(response, pool)), origin=client.origin)
             data = await response.read()
             unreadable = None if counting or response.status != 200 else _unreadable(client, request.protocol, data)
-            if (response.status in RETRIED or unreadable) and attempt <= client.settings.max_retries:
+            if (response.status in RETRIED or unreadable) and (attempt <= client.settings.max_retries
+                                                                or rides_out(response.status, deadline)):
                 wait = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
                 retry_after = _retry_after(response.headers)
                 if retry_after is not None:

@@ -4,7 +4,8 @@ The figures are :func:`agentcompass.runtime.run_reader.leaderboard`'s — exactl
 prints: per benchmark, every cell's mean with its 95% interval (drawn as a bar), pass^k, errors, tokens, cost,
 time, and its paired difference against the baseline cell with its minimum detectable difference (MDE: 80%
 power, 5% two-sided) and whether it is within noise (its 95% interval contains zero). Each cell's name links to
-its run's own report (``CELL/report.html``, written beside it by ``agentcompass report SUITE_DIR``).
+its run's own report (``CELL/report.html``, written beside it by ``agentcompass report SUITE_DIR``). A suite with
+a ``faults`` axis also gets each benchmark's robustness table: every faulted cell against its clean twin.
 """
 
 from __future__ import annotations
@@ -130,7 +131,36 @@ def _bench_section(bench: dict[str, Any]) -> str:
             '<th class="num" title="attempts a transcript scanner flagged (agentcompass scan)">flagged</th>'
             '<th class="num">tokens</th>'
             '<th class="num">cost USD</th><th class="num">time s</th><th>difference vs baseline [95% CI] · MDE</th>'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>')
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>{_robustness(bench)}</section>')
+
+
+def _robustness(bench: dict[str, Any]) -> str:
+    """Each faulted cell against its clean twin (``--faults``; see ``agentcompass suite show``), or nothing."""
+    rows = []
+    for c in bench["cells"]:
+        r = c.get("robustness")
+        if not r:
+            continue
+        ci = r["ci95"]
+        kinds = "".join(
+            f'<li data-kind="{_e(k["kind"])}">{_e(k["kind"])}: {k["calls"]} calls on {k["tasks"]} tasks'
+            + (f', drop {k["drop"]:+.3f}' if k["drop"] is not None else "") + "</li>" for k in r["kinds"])
+        rows.append(
+            f'<tr data-cell="{_e(c["name"])}"><td class="cellname">{_breakable(c["name"])}</td>'
+            f'<td>{_e(r["profile"])}</td><td>{_breakable(r["vs"])}</td><td class="num">{_num(r["clean_mean"])}</td>'
+            f'<td class="num">{_num(r["faulted_mean"])}</td>'
+            f'<td class="num drop">{r["drop"]:+.4f}' + (f' [{ci[0]:+.3f}, {ci[1]:+.3f}]' if ci else "") + "</td>"
+            f'<td class="num">{r["faulted_calls"]}/{r["calls"]}</td>'
+            f'<td class="num">{r["errors_by_faults"]} / {r["errors_by_agent"]}</td>'
+            f'<td><ul class="kinds">{kinds}</ul></td></tr>')
+    if not rows:
+        return ""
+    return ('<h3>Robustness <span class="muted small">each faulted cell against its clean twin: the score drop '
+            '(paired by task, 95% CI), by fault kind, and the errors the faults caused vs the agent\'s own</span></h3>'
+            '<div class="xscroll"><table class="grid robustness"><thead><tr><th>cell</th><th>faults</th><th>vs</th>'
+            '<th class="num">clean</th><th class="num">faulted</th><th class="num">drop [95% CI]</th>'
+            '<th class="num">faulted calls</th><th class="num">errors: faults / agent</th><th>by fault kind</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def leaderboard_page(path: Path, redactor: Redactor, baseline: str | None = None) -> tuple[str, list[str]]:
