@@ -78,6 +78,7 @@ class Progress:
         left = self.total - self.done
         eta = _duration(left / (rate / 60)) if self._done_here and left > 0 else "-"
         parts = [f"done {self.done}/{self.total}", f"running {running}", f"errored {self.errored}",
+                 *([f"stalled {figures.stalled}"] if figures.stalled else []),
                  f"rate {rate:.1f}/min", f"ETA {eta}", f"calls {self.calls:,}", f"tokens {self.tokens:,}"]
         if cost is not None:
             parts.append(f"cost {cost:.4f} USD")
@@ -103,6 +104,15 @@ class Progress:
         error = f" error={shorten(result.error, CONSOLE_ERROR)!r}" if result.error else ""
         line = f"[{done}/{total}] {task_label(result, self.trials)} {result.status.value} {metrics}{error}"
         click.echo(line.rstrip(), err=True)
+
+    def note(self, line: str) -> None:
+        """A line for the user, above the live status line."""
+        if not self.enabled:
+            return
+        if self._live is not None:
+            self._live.console.print(line, markup=False, highlight=False)
+        else:
+            click.echo(line, err=True)
 
     def stop(self) -> None:
         if self._live is not None:
@@ -140,6 +150,10 @@ class ConsoleReporter:
     @hookimpl
     def agentcompass_run_warning(self, message: str) -> None:
         click.echo(f"warning: {message}", err=True)
+
+    @hookimpl
+    def agentcompass_run_control(self, action: str, uid: int, message: str) -> None:
+        self.progress.note(f"ctl {action} (uid {uid}): {message}")
 
     @hookimpl
     def agentcompass_run_signal(self, signal: str, count: int) -> None:

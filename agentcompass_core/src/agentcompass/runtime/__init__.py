@@ -71,7 +71,7 @@ PUBLIC_MODULES: frozenset[str] = frozenset({
     "agentcompass.runtime",
     *(f"agentcompass.runtime.{name}" for name in (
         "attempt_spec", "benchmark", "chat_client", "codecs", "environment", "executor", "harness", "known_secrets",
-        "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs", "phases",
+        "liveness", "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs", "phases",
         "records", "remote", "remote_attempts", "run_reader", "scanning", "seeds", "shortening", "statistics", "types",
         "wording")),
 })

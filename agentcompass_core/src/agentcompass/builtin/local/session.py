@@ -15,7 +15,9 @@ from agentcompass.builtin.local import processes
 from agentcompass.builtin.local.files import PathEscapeError, confine, copy_out, upload_into
 from agentcompass.errors import InfrastructureError
 from agentcompass.runtime.environment import OUTPUT_LIMIT, EnvironmentSession
+from agentcompass.runtime.liveness import sign_of_life
 from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import ExecResult
 
 __all__ = ["KILL_TIMEOUT", "OUTPUT_GRACE", "LocalSession", "PathEscapeError"]
@@ -69,6 +71,7 @@ class _PipeReader:
         except OSError:
             chunk = b""
         if chunk:
+            sign_of_life("exec output")
             self.capture.add(chunk)
         else:
             self.close()
@@ -194,6 +197,7 @@ class LocalSession(EnvironmentSession):
         if self.closed:
             raise InfrastructureError("exec on a closed local session")
         workdir = self.resolve(cwd) if cwd else self.root
+        sign_of_life(f"exec {shorten(' '.join(argv), 120)}")
         tree = self._new_tree()
         child_env = {**self.base_env, **(env or {}), processes.MARKER: tree.marker}
         try:
