@@ -14,12 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from agentcompass.control.client import send
 from agentcompass.control.endpoint import peer_allowed, socket_address
 from agentcompass.errors import UsageError
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tests.helpers.cli_processes import read_jsonl, run_cli_subprocess, start_cli, wait_for
 
 NOBODY = 65534

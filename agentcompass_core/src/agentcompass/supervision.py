@@ -119,7 +119,7 @@ class Supervisor:
 
     def on_transition(self, spec: AttemptSpec, previous: object, new: object) -> None:
         live = self.live.get(spec.key)
-        if live is not None and isinstance(new, Phase):
+        if live is not None and isinstance(new, Phase) and new is not Phase.FINISHED:  # a stop keeps its phase
             live.phase = new.value
             live.saw(f"entered the {PHASE_NAMES.get(new, new.value.lower())} phase")
 

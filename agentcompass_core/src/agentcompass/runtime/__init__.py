@@ -12,7 +12,8 @@ Beside this package's names:
   (the run's logger), :mod:`agentcompass.runtime.names`, :mod:`agentcompass.runtime.seeds`,
   :mod:`agentcompass.runtime.owned_dirs` (host directories a run owns), :mod:`agentcompass.runtime.known_secrets`
   (what a run masks), :mod:`agentcompass.runtime.chat_client` (an OpenAI client for code inside environments),
-  :mod:`agentcompass.runtime.shortening` (an error cut to one line at word boundaries) and
+  :mod:`agentcompass.runtime.shortening` (an error cut to one line at word boundaries),
+  :mod:`agentcompass.runtime.liveness` (an environment's signs of life, for the stall watchdog) and
   :mod:`agentcompass.runtime.wording` (counts in words: "1 call");
 * executors: :mod:`agentcompass.runtime.executor` (the executor seam), :mod:`agentcompass.runtime.attempt_spec`,
   :mod:`agentcompass.runtime.phases` (an attempt's phases and default timeouts),
@@ -71,9 +72,9 @@ PUBLIC_MODULES: frozenset[str] = frozenset({
     "agentcompass.runtime",
     *(f"agentcompass.runtime.{name}" for name in (
         "attempt_spec", "benchmark", "chat_client", "codecs", "environment", "executor", "harness", "known_secrets",
-        "liveness", "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs", "phases",
-        "records", "remote", "remote_attempts", "run_reader", "scanning", "seeds", "shortening", "statistics", "types",
-        "wording")),
+        "liveness", "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs",
+        "phases", "records", "remote", "remote_attempts", "run_reader", "scanning", "seeds", "shortening", "statistics",
+        "types", "wording")),
 })
 
 #: The test kit: public for a plugin's tests, never imported by a plugin's own code nor by the engine.
