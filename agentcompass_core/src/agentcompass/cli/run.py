@@ -272,7 +272,9 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     # What the user chose (a recorded run's options are not: they only repeat what it ran).
     chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
                                      else frozenset())
-    console = ConsoleReporter(enabled=True, task_lines=task_lines)
+    # A harness that takes the terminal (``human``) gets task lines, not a live status line drawn over its session.
+    interactive = getattr(host.registry["harness"].get(request.harness), "factory", None)
+    console = ConsoleReporter(enabled=True, task_lines=task_lines or getattr(interactive, "interactive", False))
     judged = judged_scans(scan)
     if judged:
         from agentcompass.scanning.judge import rubric_problem

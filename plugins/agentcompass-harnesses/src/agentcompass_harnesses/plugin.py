@@ -1,4 +1,4 @@
-"""Entry point of the harnesses plugin: registers ``react`` and ``command``. Importing it is cheap: each
+"""Entry point of the harnesses plugin: registers ``react``, ``command`` and ``human``. Importing it is cheap: each
 factory imports its harness when called."""
 
 from __future__ import annotations
@@ -25,7 +25,17 @@ def _command(**options: Any) -> Any:
     return CommandHarness(**options)
 
 
+def _human(**options: Any) -> Any:
+    from agentcompass_harnesses.human import HumanHarness
+
+    return HumanHarness(**options)
+
+
+_human.interactive = True  # type: ignore[attr-defined]  # it takes the terminal: the console shows no live line
+
+
 @hookimpl
 def register_harnesses(register: Any) -> None:
     register("react", _react)
     register("command", _command)
+    register("human", _human)

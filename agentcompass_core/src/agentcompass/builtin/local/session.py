@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -183,6 +184,13 @@ class LocalSession(EnvironmentSession):
         if tree.cgroup is not None and not processes.cgroup_populated(tree.cgroup):
             if processes.remove_cgroup(tree.cgroup):
                 tree.cgroup = None
+
+    def shell_command(self) -> list[str] | None:
+        """An interactive ``bash`` (``sh`` without it) in the session's directory, with its environment."""
+        shell = shutil.which("bash") or "/bin/sh"
+        env = [f"{k}={v}" for k, v in self.base_env.items()]
+        return ["env", "-C", str(self.root), *env, shell, *(["--noprofile", "--norc", "-i"] if "bash" in shell
+                                                             else ["-i"])]
 
     async def exec(
         self,
