@@ -104,6 +104,7 @@ def test_requeue_runs_a_finished_task_again_and_keeps_the_earlier_attempt(tmp_pa
     assert (run_dir / "artifacts" / "t0" / "attempt-1").is_dir() and (run_dir / "artifacts" / "t0" / "attempt-2").is_dir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status_counts"] == {"COMPLETED": 3}
+    assert "[3/3] t0 COMPLETED" in stderr and "[4/3]" not in stderr  # the console counts t0 once
 
 
 def test_drain_ends_a_run_that_resume_finishes_with_nothing_lost_or_duplicated(tmp_path):

@@ -126,7 +126,7 @@ class Supervisor:
     def on_model_call(self, spec: AttemptSpec, record: Any) -> None:
         live = self.live.get(spec.key)
         if live is not None:
-            live.saw(f"a {record.role} model call to {record.model} ended")
+            live.saw(f"a model call ended ({record.role}: {record.model})")
 
     def _stopped(self, live: LiveAttempt) -> AttemptOutcome:
         spec = live.spec

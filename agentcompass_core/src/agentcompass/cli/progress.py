@@ -128,6 +128,8 @@ class ConsoleReporter:
         self.progress = Progress(enabled=enabled, task_lines=task_lines)
         #: The names of the signals the run received, in order.
         self.signals: list[str] = []
+        #: The (task, trial)s finished in this process's run.
+        self.finished: set[tuple[str, int]] = set()
 
     @hookimpl
     def agentcompass_run_started(self, request: RunRequest, run_dir: str, n_work: int, n_finished: int,
@@ -139,6 +141,10 @@ class ConsoleReporter:
         if event.event != "task.finished":
             return
         progress = self.progress
+        key = (event.task_id, event.trial)
+        if key in self.finished:  # run again (agentcompass ctl requeue): its new result replaces the earlier one
+            progress.done -= 1
+        self.finished.add(key)
         result = RunResult(task_id=event.task_id, status=TaskStatus(event.status), attempt=event.attempt,
                            trial=event.trial, metrics=dict(event.metrics), error=event.error)
         progress.task_done(result, progress.done + 1, progress.total)

@@ -72,12 +72,13 @@ class ControlServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             uid = peer_uid(writer.get_extra_info("socket"))
+            line = await reader.readline()  # read first: a refused peer still gets its answer, not a reset
             if not peer_allowed(uid, os.getuid()):
                 self.on_event("control.refused", {"uid": uid})
                 reply: dict[str, Any] = {"ok": False, "error": f"refused: uid {uid} does not own this run (uid "
                                                                f"{os.getuid()} does)"}
             else:
-                reply = self._answer(await reader.readline(), uid)
+                reply = self._answer(line, uid)
             writer.write(json.dumps(reply, default=str).encode() + b"\n")
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):

@@ -34,6 +34,7 @@ from agentcompass.errors import UsageError
 from agentcompass.models.budget import RunBudget
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSource, AttemptSpec
 from agentcompass.runtime.types import RunResult, TaskSpec
+from agentcompass.runtime.wording import counted
 from agentcompass.supervision import Supervisor
 
 #: The most workers a steered run keeps ready for ``set concurrency=N`` (N may not exceed it).
@@ -159,8 +160,11 @@ class Steering:
     def _act_drain(self, request: dict[str, Any]) -> str:
         self.attempts.draining = True
         self.attempts.changed()
-        return (f"draining: nothing more starts; the run ends once the {len(self.queue.running())} running "
-                f"attempt(s) finish, and --resume runs the {len(self.queue.waiting())} waiting")
+        running, waiting = len(self.queue.running()), len(self.queue.waiting())
+        return (f"draining: nothing more starts; the run ends, interrupted, once {counted(running, 'running attempt')} "
+                f"finish; agentcompass run --resume runs the {counted(waiting, 'waiting attempt')}"
+                if waiting else f"draining: nothing more starts; the run ends, interrupted, once "
+                f"{counted(running, 'running attempt')} finish")
 
     def _act_cancel(self, request: dict[str, Any]) -> str:
         task, trial = self._task(request)
