@@ -65,6 +65,16 @@ def test_a_stalled_attempt_without_retries_is_a_run_error_naming_its_phase(tmp_p
     assert summary["status_counts"] == {"RUN_ERROR": 1}
 
 
+def test_a_resume_may_change_the_stall_timeout(tmp_path):
+    run_dir = tmp_path / "run"
+    first = run_cli_subprocess("run", "scripted", "none", "mock", "-b", "n=2", "-b", "faults=t1:run=hang@1",
+                               "--stall-timeout", "1", "-o", str(run_dir))
+    assert first.returncode == 1, first.stderr  # t1 stalled, no retries
+    resumed = run_cli_subprocess("run", "--resume", str(run_dir), "--stall-timeout", "30")
+    assert resumed.returncode == 1 and "--stall-timeout" not in resumed.stderr, resumed.stderr
+    assert json.loads((run_dir / "run.json").read_text())["request"]["stall_timeout"] == 30
+
+
 def test_a_stall_timeout_that_is_not_positive_is_a_one_line_error(tmp_path):
     done = run_cli_subprocess("run", "scripted", "none", "mock", "--stall-timeout", "0", "-o", str(tmp_path / "r"))
     assert done.returncode == 2

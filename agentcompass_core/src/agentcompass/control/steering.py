@@ -185,9 +185,9 @@ class Steering:
             key = (task.task_id, t)
             running = [s for s in self.queue.running() if (s.task.task_id, s.trial) == key]
             if running:
-                for spec in running:
-                    self._cut(spec, "requeue", "requeued with ctl requeue")
-                done.append(f"trial {t}: running attempt cut, queued again")
+                cut = [spec for spec in running if self._cut(spec, "requeue", "requeued with ctl requeue")]
+                done.append(f"trial {t}: running attempt cut, queued again" if cut else
+                            f"trial {t}: running where ctl cannot cut it (another worker, or just ending)")
             elif key in self.queue.final:
                 spec = self.queue.again(task, t)
                 done.append(f"trial {t}: queued as attempt {spec.attempt}")
@@ -242,9 +242,10 @@ class Steering:
 
     def _cut(self, spec: AttemptSpec, kind: Any, reason: str) -> bool:
         """Stop a running attempt; a requeued one gets an attempt more than ``--retries`` allows."""
-        if kind == "requeue":
+        stopped = self.supervisor.stop(spec.key, kind, reason)
+        if stopped and kind == "requeue":
             self.queue.allow_one_more(spec.task.task_id, spec.trial)
-        return self.supervisor.stop(spec.key, kind, reason)
+        return stopped
 
     def status(self) -> dict[str, Any]:
         waiting = self.queue.waiting()
