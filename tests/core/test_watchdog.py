@@ -95,3 +95,30 @@ def test_the_status_line_counts_stalled_attempts():
     assert "  stalled 2  " in progress.status_line()
     progress.start(4, 0, figures=lambda: LiveFigures(in_flight=1))
     assert "stalled" not in progress.status_line()
+
+
+def test_an_open_model_call_keeps_an_attempt_alive_past_the_stall_timeout():
+    """Unit level: the watchdog leaves an attempt whose model call is under way (``--request-timeout`` bounds it)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from agentcompass.runtime.executor import AttemptSpec
+    from agentcompass.runtime.types import EnvironmentSpec, TaskSpec
+    from agentcompass.supervision import LiveAttempt, Supervisor
+
+    async def check() -> tuple[bool, bool]:
+        spec = AttemptSpec(run_id="r", task=TaskSpec(task_id="t"), attempt=1, environment=EnvironmentSpec(),
+                           timeouts={}, request=RunRequest(benchmark="b", harness="h", model="m"), gateway_env={})
+        meter = SimpleNamespace(open_calls=["a call"])
+        supervisor = Supervisor({"run": 1.0}, {spec.key: meter})  # type: ignore[dict-item]
+        live = supervisor.live[spec.key] = LiveAttempt(spec, phase="RUNNING")
+        live.task = asyncio.create_task(asyncio.sleep(60))
+        supervisor.check_stalls(live.last_sign + 5)
+        kept = live.stop_kind is None
+        meter.open_calls.clear()
+        supervisor.check_stalls(live.last_sign + 5)
+        stopped = live.stop_kind == "stalled" and supervisor.stalled == 1
+        live.task.cancel()
+        return kept, stopped
+
+    assert asyncio.run(check()) == (True, True)
