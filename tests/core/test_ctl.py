@@ -41,12 +41,19 @@ def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return proc.communicate(timeout=120)
 
 
+def records(path: Path) -> list[dict]:
+    """The complete lines of a JSON-lines file a live run appends to (a line being written is left out)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().split("\n")[:-1]]
+
+
 def control_actions(run_dir: Path) -> list[dict]:
     return [e for e in read_jsonl(run_dir / "logs.jsonl") if e["event"] == "control.action"]
 
 
 def results(run_dir: Path) -> list[dict]:
-    return read_jsonl(run_dir / "results.jsonl")
+    return records(run_dir / "results.jsonl")
 
 
 def test_pause_stops_new_starts_and_resume_continues(tmp_path):
@@ -134,7 +141,7 @@ def test_pause_now_cancels_the_running_attempts_and_queues_them_again(tmp_path):
     wait_for(lambda: len(status(run_dir)["running"]) == 2, what="two running attempts")
     reply = send(run_dir, {"action": "pause", "now": True})
     assert "2 running cancelled and queued again" in reply["message"], reply
-    wait_for(lambda: len(read_jsonl(run_dir / "attempts.jsonl")) == 2, what="two cut attempts")
+    wait_for(lambda: len(records(run_dir / "attempts.jsonl")) == 2, what="two cut attempts")
     cut = read_jsonl(run_dir / "attempts.jsonl")
     assert {(a["status"], a["attempt"]) for a in cut} == {("CANCELLED", 1)}
     assert all("pause --now" in a["error"] for a in cut)
@@ -181,7 +188,7 @@ def test_a_stale_socket_from_a_killed_run_is_replaced(tmp_path):
         status(run_dir)
     resumed = start_cli("run", "--resume", str(run_dir), "--task-lines")
     wait_for(lambda: _answers(run_dir), what="the resumed run to answer on the replaced socket")
-    wait_for(lambda: any(e["event"] == "control.stale_socket" for e in read_jsonl(run_dir / "logs.jsonl")),
+    wait_for(lambda: any(e["event"] == "control.stale_socket" for e in records(run_dir / "logs.jsonl")),
              what="the replaced socket in logs.jsonl (flushed within a second)")
     send(run_dir, {"action": "drain"})
     _, stderr = finish(resumed)
