@@ -25,7 +25,8 @@ Beside this package's names:
   vendor protocols' codecs);
 * observers and tools: :mod:`agentcompass.runtime.records` (typed run records),
   :mod:`agentcompass.runtime.scanning` (transcript scanners: the ``Scanner`` contract, ``Transcript``, ``Finding``),
-  :mod:`agentcompass.runtime.run_reader` (reading run directories, comparing runs, a suite's leaderboard);
+  :mod:`agentcompass.runtime.run_reader` (reading run directories, comparing runs, a suite's leaderboard),
+  :mod:`agentcompass.runtime.run_control` (steering a live run, as ``agentcompass ctl`` does);
 * :mod:`agentcompass.errors` (the domain errors), :mod:`agentcompass.hookspecs` (the hooks), and the top-level
   package's ``hookimpl`` and ``__version__``.
 
@@ -37,7 +38,8 @@ gateway, the results code) — only itself and the dependency-free :mod:`agentco
 :mod:`agentcompass.redaction` and :mod:`agentcompass.procfs`. The exceptions hold no code and only hand on,
 under a public name, an engine facility plugins need: :mod:`agentcompass.runtime.remote` (the worker),
 :mod:`agentcompass.runtime.codecs` (the gateway's codecs), :mod:`agentcompass.runtime.run_reader` (the
-results code); and the deprecated ``agentcompass.runtime.comparison`` (use ``run_reader``; it goes in 0.2.0).
+results code), :mod:`agentcompass.runtime.run_control` (the control client); and the deprecated
+``agentcompass.runtime.comparison`` (use ``run_reader``; it goes in 0.2.0).
 """
 
 from agentcompass.runtime.benchmark import BaseBenchmark, EvaluationEnvironmentMode, HarnessFreeBenchmark
@@ -73,7 +75,8 @@ PUBLIC_MODULES: frozenset[str] = frozenset({
     *(f"agentcompass.runtime.{name}" for name in (
         "attempt_spec", "benchmark", "chat_client", "codecs", "environment", "executor", "harness", "known_secrets",
         "liveness", "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs",
-        "phases", "records", "remote", "remote_attempts", "run_reader", "scanning", "seeds", "shortening", "statistics",
+        "phases", "records", "remote", "remote_attempts", "run_control", "run_reader", "scanning", "seeds",
+        "shortening", "statistics",
         "types", "wording")),
 })
 

@@ -157,6 +157,7 @@
       liveEl,
       el("span", { cls: "muted small", text: LIVE ? "" : "written " + DATA.generated_at }),
     ]));
+    if (LIVE && DATA.control) app.appendChild(controlBar(DATA.control));
     mainView = el("div", { id: "main" });
     detailView = el("div", { id: "detail" });
     app.appendChild(mainView);
@@ -787,6 +788,34 @@
     renderFindings(col, d.findings || []);
     renderConversation(col, d.conversation || { calls: [] });
   }
+  // ---- steering the live run (view on loopback only: the server hands the page a token) -----------------------
+  function controlBar(control) {
+    var message = el("span", { cls: "muted small", id: "ctl-message" });
+    function ask(body) {
+      message.textContent = "…";
+      fetch("/api/ctl/0", { method: "POST", headers: { "Content-Type": "application/json", "X-Agentcompass-Control": control.token },
+                            body: JSON.stringify(body) })
+        .then(function (r) { return r.json().catch(function () { return { ok: false, error: "HTTP " + r.status }; }); })
+        .then(function (reply) { message.textContent = reply.ok ? reply.message : "refused: " + reply.error; })
+        .catch(function (e) { message.textContent = "failed: " + e; });
+    }
+    function button(id, text, body) {
+      var b = el("button", { type: "button", id: id, text: text });
+      b.addEventListener("click", function () { ask(body()); });
+      return b;
+    }
+    var concurrency = el("input", { type: "number", min: "1", id: "ctl-concurrency", size: "4" });
+    return el("div", { cls: "box", id: "ctl-bar" }, [
+      el("b", { text: "Steer this run: " }),
+      button("ctl-pause", "Pause", function () { return { action: "pause" }; }), " ",
+      button("ctl-pause-now", "Pause now", function () { return { action: "pause", now: true }; }), " ",
+      button("ctl-resume", "Resume", function () { return { action: "resume" }; }), " ",
+      button("ctl-drain", "Drain", function () { return { action: "drain" }; }), " · concurrency ",
+      concurrency, " ",
+      button("ctl-set-concurrency", "Set", function () { return { action: "set", name: "concurrency", value: concurrency.value }; }), " ",
+      message]);
+  }
+
   // ---- a terminal recording (asciicast v2, the human harness's session.cast): a minimal replay ----------------
   // Enough of a terminal for a shell session: escape sequences are dropped, \r returns, \n and \b move, text
   // overwrites; typed input is shown by the echo the shell makes, as on the screen.
