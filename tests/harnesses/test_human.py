@@ -127,3 +127,22 @@ def test_without_a_terminal_the_human_harness_says_so(tmp_path):
     assert done.returncode == 2
     assert "the human harness needs a terminal on stdin" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_two_tasks_take_the_terminal_one_at_a_time(tmp_path, tmux):
+    run_dir = tmp_path / "run"
+    tmux.start(cli("run", "example_coding", "human", "mock", "-t", "is_palindrome", "-t", "fizzbuzz", "-c", "2",
+                   "--env", "local", "-o", str(run_dir)))
+    screen = tmux.wait_for("# ", timeout=120)
+    assert screen.count("your instruction") == 1  # the second session waits for the first
+    tmux.type("exit")
+    tmux.wait_for("[1/2]")
+    wait = time.monotonic() + 60
+    while tmux.screen().count("your instruction") < 2 and time.monotonic() < wait:
+        time.sleep(0.2)
+    assert tmux.screen().count("your instruction") == 2
+    tmux.type("exit")
+    assert "EXITED 0" in tmux.wait_for("EXITED ")
+    results = read_jsonl(run_dir / "results.jsonl")
+    assert sorted((r["task_id"], r["status"], r["metrics"]["score"]) for r in results) == [
+        ("fizzbuzz", "COMPLETED", 0.0), ("is_palindrome", "COMPLETED", 0.0)]  # nothing solved: scored 0, no error

@@ -35,7 +35,18 @@ from agentcompass_harnesses.asciicast import relay
 #: The recording's name in the attempt's artifacts.
 RECORDING = "session.cast"
 
-_terminal = threading.Lock()  # one session on the terminal at a time
+_terminals: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}  # one session on the terminal at a time, per loop
+
+
+async def _take_terminal() -> asyncio.Lock:
+    """Wait for the terminal (another attempt's session may hold it); waiting is a sign of life."""
+    lock = _terminals.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+    while True:
+        try:
+            await asyncio.wait_for(lock.acquire(), 5)
+            return lock
+        except TimeoutError:
+            sign_of_life("waiting for the terminal (another task's session has it)")
 
 
 def banner(task_id: str, instruction: str) -> str:
@@ -68,19 +79,20 @@ class HumanHarness(BaseHarness):
         stop = threading.Event()
 
         def session() -> int:
-            with _terminal:
-                if stop.is_set():
-                    return -1
-                return relay(command, cast, title=f"{req.benchmark} {task.task_id}", banner=banner(task.task_id, text),
-                             stop=stop, on_activity=lambda: sign_of_life("a person at the shell"))
+            return relay(command, cast, title=f"{req.benchmark} {task.task_id}", banner=banner(task.task_id, text),
+                         stop=stop, on_activity=lambda: sign_of_life("a person at the shell"))
 
-        running = asyncio.ensure_future(asyncio.to_thread(session))
+        terminal = await _take_terminal()
         try:
-            status = await asyncio.shield(running)
-        except asyncio.CancelledError:  # a timeout or ctl: end the session, give the terminal back, then go
-            stop.set()
-            with contextlib.suppress(Exception):
-                await running
-            raise
+            running = asyncio.ensure_future(asyncio.to_thread(session))
+            try:
+                status = await asyncio.shield(running)
+            except asyncio.CancelledError:  # a timeout or ctl: end the session, give the terminal back, then go
+                stop.set()
+                with contextlib.suppress(Exception):
+                    await running
+                raise
+        finally:
+            terminal.release()
         return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
                          artifacts={"recording": RECORDING, "shell_exit_status": status})
