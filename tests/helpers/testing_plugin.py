@@ -8,7 +8,8 @@
 * ``faults`` — ``TASK:PHASE=BEHAVIOUR`` items separated by ``;``, e.g. ``t1:run=raise;t2:evaluate=hang``.
   Phases: ``prepare``, ``run``, ``collect``, ``evaluate``. Behaviours: ``raise``, ``infra`` (an
   InfrastructureError, retried), ``hang`` (sleeps an hour: only a timeout ends it), ``bad`` (returns the wrong
-  type), ``status`` (run only: returns a RUN_ERROR result). ``PHASE=BEHAVIOUR@K`` misbehaves only in the first
+  type), ``status`` (run only: returns a RUN_ERROR result), ``chatty`` (run only: a 4-second command that prints
+  a line every half second, then the ordinary run). ``PHASE=BEHAVIOUR@K`` misbehaves only in the first
   K attempts.
 """
 
@@ -32,7 +33,7 @@ from agentcompass.runtime import (
 )
 
 PHASES = ("prepare", "run", "collect", "evaluate")
-BEHAVIOURS = ("raise", "infra", "hang", "bad", "status")
+BEHAVIOURS = ("raise", "infra", "hang", "bad", "status", "chatty")
 
 
 def parse_faults(text: str) -> dict[str, dict[str, tuple[str, int | None]]]:
@@ -95,6 +96,8 @@ class ScriptedBenchmark(HarnessFreeBenchmark):
         if behaviour == "status":
             return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.RUN_ERROR,
                              error="the agent gave up")
+        if behaviour == "chatty":  # quiet for 4 s but for a line of output every half second
+            await env.exec(["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do echo tick; sleep 0.5; done"])
         if self.sleep:
             await asyncio.sleep(self.sleep)
         for _ in range(self.calls):

@@ -48,6 +48,8 @@ class AttemptQueue:
     _in_flight: dict[tuple[str, int, int], AttemptSpec] = attrs.field(factory=dict)
     _last_allowed: dict[tuple[str, int], int] = attrs.field(factory=dict)
     _changed: asyncio.Event = attrs.field(factory=asyncio.Event)
+    #: The highest attempt number each (task, trial) was given so far.
+    _highest: dict[tuple[str, int], int] = attrs.field(factory=dict)
 
     def add(self, work: Iterable[tuple[TaskSpec, int]], attempts_used: Mapping[tuple[str, int], int],
             rescores: Mapping[tuple[str, int], Rescore] | None = None) -> None:
@@ -59,6 +61,8 @@ class AttemptQueue:
             self._pending.append(self._spec(task, trial, attempt, (rescores or {}).get(key)))
 
     def _spec(self, task: TaskSpec, trial: int, attempt: int, rescore: Rescore | None = None) -> AttemptSpec:
+        key = (task.task_id, trial)
+        self._highest[key] = max(self._highest.get(key, 0), attempt)
         return AttemptSpec(
             run_id=self.request.run_id, task=task, attempt=attempt, environment=self.specs[task.task_id],
             timeouts=self.task_timeouts.get(task.task_id, self.timeouts), request=self.request,
@@ -69,6 +73,56 @@ class AttemptQueue:
     def in_flight(self) -> int:
         """Attempts handed out and not reported yet."""
         return len(self._in_flight)
+
+    # -- steering (agentcompass ctl: :mod:`agentcompass.control.steering`) -----------------------------
+
+    def waiting(self) -> list[AttemptSpec]:
+        """Attempts queued and not handed out yet, in the order they go."""
+        return list(self._pending)
+
+    def running(self) -> list[AttemptSpec]:
+        """Attempts handed out and not reported yet."""
+        return list(self._in_flight.values())
+
+    def give_back(self, spec: AttemptSpec) -> None:
+        """An attempt :meth:`next` handed out that did not start: first in line again."""
+        if self._in_flight.pop(spec.key, None) is not None:
+            self._pending.appendleft(spec)
+        self._changed.set()
+
+    def allow_one_more(self, task_id: str, trial: int) -> None:
+        """One attempt more for (task, trial) than ``--retries`` allows: one cut short on purpose is retried."""
+        key = (task_id, trial)
+        self._last_allowed[key] = self._last_allowed.get(key, 0) + 1
+
+    def withdraw(self, task_id: str, error: str, trial: int | None = None) -> list[AttemptSpec]:
+        """Take the waiting attempts of a task (one trial of it) out of the queue; each is recorded as final
+        ``CANCELLED`` with ``error``."""
+        taken = [s for s in self._pending if s.task.task_id == task_id and trial in (None, s.trial)]
+        for spec in taken:
+            self._pending.remove(spec)
+            result = RunResult(task_id=task_id, category=spec.task.category, status=TaskStatus.CANCELLED,
+                               attempt=spec.attempt, trial=spec.trial, seed=spec.seed, error=error)
+            self.store.append_result(result)
+            self.final[(task_id, spec.trial)] = result
+            self.log.info("task.finished", task_id=task_id, trial=spec.trial, attempt=spec.attempt,
+                          status=result.status.value, error=error, metrics={})
+            self._event("task.finished", result)
+        self._changed.set()
+        return taken
+
+    def again(self, task: TaskSpec, trial: int) -> AttemptSpec:
+        """Run a finished (task, trial) again: its final result becomes an earlier attempt (kept in
+        ``attempts.jsonl``; its line in ``results.jsonl`` stays, and the new result's line follows it), and a new
+        attempt numbered after every earlier one is queued, with ``--retries`` of its own."""
+        key = (task.task_id, trial)
+        earlier = self.final.pop(key, None)
+        if earlier is not None:
+            self.store.append_attempt(earlier)
+        highest = max(self._highest.get(key, 0), earlier.attempt if earlier is not None else 0)
+        self.add([(task, trial)], {key: highest})
+        self._changed.set()
+        return self._pending[-1]
 
     # -- the AttemptSource protocol ------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from agentcompass.runtime.phases import Phase
 from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteOutcome, pack_dir, scrub_request, unpack_dir
 from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
 from agentcompass.serialization import unstructure
+from agentcompass.supervision import Supervisor
 
 
 @attrs.define
@@ -36,12 +37,20 @@ class InProcessContext(AttemptContext):
     #: Slots shared with other runs of this process (:class:`agentcompass.capacity.SharedCapacity`): an attempt
     #: runs only while it holds one. ``None``: the run's own concurrency is the only bound.
     attempt_slots: asyncio.Semaphore | None = None
+    #: Watches the attempts run here and may stop them (:mod:`agentcompass.supervision`: the stall watchdog,
+    #: ``agentcompass ctl``); ``None``: attempts run unwatched.
+    supervisor: Supervisor | None = None
 
     async def run_attempt(self, spec: AttemptSpec) -> AttemptOutcome:
         if self.attempt_slots is None:
-            return await TaskAttempt(self, spec).execute()
+            return await self._run_attempt(spec)
         async with self.attempt_slots:
+            return await self._run_attempt(spec)
+
+    async def _run_attempt(self, spec: AttemptSpec) -> AttemptOutcome:
+        if self.supervisor is None:
             return await TaskAttempt(self, spec).execute()
+        return await self.supervisor.run(spec, TaskAttempt(self, spec).execute)
 
     def grant_remote(self, spec: AttemptSpec, gateway_url: str) -> HeadGrant:
         meter = self.models.open_meter(spec, self.on_model_call)  # the worker's calls are metered here

@@ -170,6 +170,20 @@ def agentcompass_run_signal(signal: str, count: int) -> None:
 
 
 @hookspec
+def agentcompass_run_control(run_id: str, action: str, uid: int, message: str) -> None:
+    """Observer: ``agentcompass ctl`` steered the run (pause, resume, cancel, requeue, set, drain); the console
+    prints it. Called on the run's event loop once the action took effect (``logs.jsonl`` records it as
+    ``control.action``).
+
+    :param run_id: the run's id.
+    :param action: the action's name.
+    :param uid: the user id of the process that asked.
+    :param message: what it did, in words (``paused: no attempt starts; 2 running go on``).
+    :return: nothing.
+    """
+
+
+@hookspec
 def agentcompass_task_event(event: TaskEvent) -> None:
     """Observer: a task attempt changed phase, was retried, or the task finished.
 

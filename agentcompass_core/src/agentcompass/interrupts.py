@@ -49,6 +49,8 @@ class Interrupts:
     #: Called with the signal's name and how many signals have arrived (1 for the first).
     on_signal: Callable[[str, int], None] | None = None
     count: int = 0
+    #: The run was drained (``agentcompass ctl drain``): it ends as an interrupted run, no signal needed.
+    drained: bool = False
     _target: asyncio.Task[object] | None = None
     _installed: list[signal.Signals] = attrs.field(factory=list)
     _echoes: SignalEchoes = attrs.field(factory=lambda: SignalEchoes())
@@ -82,7 +84,7 @@ class Interrupts:
 
     @property
     def interrupted(self) -> bool:
-        return self.count > 0
+        return self.count > 0 or self.drained
 
     def _received(self, sig: signal.Signals) -> None:
         if self._echoes.is_echo(sig):

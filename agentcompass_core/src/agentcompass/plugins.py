@@ -45,7 +45,7 @@ REGISTRATION_HOOKS: dict[str, str] = {
 #: Observer hooks: called through pluggy; an implementation that raises is logged and skipped.
 OBSERVER_HOOKS = frozenset({"agentcompass_run_started", "agentcompass_task_event", "agentcompass_model_call",
                             "agentcompass_result_recorded", "agentcompass_run_warning", "agentcompass_run_signal",
-                            "agentcompass_run_finished"})
+                            "agentcompass_run_finished", "agentcompass_run_control"})
 
 
 def make_plugin_manager() -> pluggy.PluginManager:

@@ -113,6 +113,8 @@ def _schedule(req: RunRequest) -> Iterator[Problem]:
         yield Problem("retries", "must be 0 or more")
     if s.timeout is not None and not _positive(s.timeout):
         yield Problem("timeout", f"must be a positive number of seconds, got {s.timeout:g}")
+    if s.stall_timeout is not None and not _positive(s.stall_timeout):
+        yield Problem("stall_timeout", f"must be a positive number of seconds, got {s.stall_timeout:g}")
     for phase, seconds in s.phase_timeouts.items():
         if phase in _PHASES and not _positive(seconds):
             yield Problem("phase_timeouts", f"must be a positive number of seconds, got {seconds:g}", entry=phase)

@@ -36,7 +36,7 @@ Key = tuple[str, int]
 RESUMABLE_FIELDS = (
     "concurrency", "max_environments", "retries", "max_retries", "max_connections", "request_timeout",
     "executor", "executor_args", "gateway_host", "secret_env", "timeout", "phase_timeouts", "model_base_url",
-    "model_api_key_env", "max_cost", "prices",
+    "model_api_key_env", "max_cost", "prices", "stall_timeout",
 )
 #: How the CLI spells the request fields a resume refuses to change.
 OPTION_NAMES = {

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ from agentcompass.results.summary import (
 from agentcompass.run_log_writer import make_run_logger
 from agentcompass.run_modes import NewRun, Rescoring, ResumedRun, RunMode
 from agentcompass.runtime.environment import EnvironmentDemand
-from agentcompass.runtime.executor import AttemptSpec
+from agentcompass.runtime.executor import AttemptSource, AttemptSpec
 from agentcompass.runtime.known_secrets import known_secrets, missing_secret_env
 from agentcompass.runtime.logs import bound_run_logger
 from agentcompass.runtime.models import ModelClient
@@ -69,6 +69,7 @@ from agentcompass.runtime.records import Invocation, LiveFigures, ModelCallEvent
 from agentcompass.runtime.remote_attempts import scrub_request
 from agentcompass.runtime.types import EnvironmentSpec, RunRequest, RunResult, TaskSpec
 from agentcompass.serialization import unstructure
+from agentcompass.supervision import Supervisor, stall_timeouts
 
 
 @attrs.define
@@ -169,6 +170,9 @@ class Runner:
     #: Limits shared with other runs of this process (a suite's cells, :mod:`agentcompass.capacity`): attempt
     #: slots, environment slots and a cost pool. ``None``: the run's own ``--max-environments`` and budget.
     capacity: SharedCapacity | None = None
+    #: Serve ``agentcompass ctl`` from the run directory while the run runs (:mod:`agentcompass.control`; the CLI
+    #: does).
+    control: bool = False
 
     def mode(self) -> RunMode:
         """How this run begins: resumed, re-scoring another run, or new."""
@@ -335,6 +339,8 @@ class Runner:
             final=run.final, stop_reason=lambda: access.stop_reason, stop=access.budget.stop,
         )
         queue.add(todo, run.attempts_used, mode.rescores())
+        supervisor = Supervisor(stall_timeouts(req), run.context.live_meters, on_stalled=self._stall_logger(run.log))
+        supervisor.observe(run.context)
         store.write_run_info(build_run_info(run.asked, self._plan(req, resolved, run.models), resolved.plugin_versions,
                                             mode.previous, run.started_at, mode.derived_from,
                                             planned_work(req, run.work), provenance(req)))
@@ -344,19 +350,54 @@ class Runner:
         budget, in_flight = access.budget, queue.in_flight
 
         def figures() -> LiveFigures:
-            return LiveFigures(in_flight(), budget.spent_usd if access.prices_known else None)
+            return LiveFigures(in_flight(), budget.spent_usd if access.prices_known else None, supervisor.stalled)
 
         self.host.notify("agentcompass_run_started", run_id=req.run_id, request=req, run_dir=str(store.path),
                          n_work=len(run.work), n_finished=run.n_finished_before, figures=figures)
         # Attempts that run elsewhere hold the shared slots while the executor has them (here: in run_attempt).
         held = capacity.hold(queue) if capacity is not None and resolved.executor.remote else None
+        watchdog = asyncio.create_task(supervisor.watch())
         try:
-            await resolved.executor.execute(held or queue, run.context)
+            async with self._steered(run, held or queue, queue, supervisor) as source:
+                await resolved.executor.execute(source, run.context)
         finally:
+            watchdog.cancel()
             if held is not None:
                 held.release()
             # Attempts an interruption (or a broken executor) left unreported, with the calls they made.
             queue.record_cancelled(run.context.live_meters)
+
+    def _steered(self, run: _Run, source: AttemptSource, queue: AttemptQueue,
+                 supervisor: Supervisor) -> contextlib.AbstractAsyncContextManager[AttemptSource]:
+        """``source`` as the executor gets it: steered by ``agentcompass ctl`` when :attr:`control` is on (a drained
+        run ends interrupted)."""
+        if not self.control:
+            return contextlib.nullcontext(source)
+        from agentcompass.control.live import steered
+
+        @contextlib.asynccontextmanager
+        async def steering() -> AsyncIterator[AttemptSource]:
+            req, access = run.request, run.access
+            assert access is not None
+            async with steered(run.store.path, run_id=req.run_id, source=source, queue=queue,
+                               supervisor=supervisor, budget=access.budget,
+                               tasks={t.task_id: t for t in run.tasks}, trials=req.tasks.trials,
+                               n_work=len(run.work), concurrency=req.schedule.concurrency, log=run.log,
+                               notify=self.host.notify) as steering:
+                try:
+                    yield steering.attempts
+                finally:
+                    run.interrupts.drained = steering.drained
+
+        return steering()
+
+    @staticmethod
+    def _stall_logger(log: Any) -> Callable[[AttemptSpec, str], None]:
+        def on_stalled(spec: AttemptSpec, reason: str) -> None:
+            log.warning("task.stalled", task_id=spec.task.task_id, trial=spec.trial, attempt=spec.attempt,
+                        reason=reason)
+
+        return on_stalled
 
     async def _tear_down(self, run: _Run, gateway: ModelGateway) -> None:
         """Close every environment an attempt left open, the provider and the gateway: on every path, and never

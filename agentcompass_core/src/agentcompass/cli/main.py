@@ -14,6 +14,7 @@ import click
 
 from agentcompass import __version__
 from agentcompass.cli.common import emit_json, plugin_host
+from agentcompass.cli.ctl import ctl_group
 from agentcompass.cli.errors import cli_errors, parse_pairs
 from agentcompass.cli.evaluate import compare_command, evaluate_command, plan_command
 from agentcompass.cli.new import new_command
@@ -40,6 +41,7 @@ cli.add_command(suite_group)
 cli.add_command(validate_command)
 cli.add_command(scan_command)
 cli.add_command(new_command)
+cli.add_command(ctl_group)
 
 
 # -- plugins ---------------------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ class Progress:
         left = self.total - self.done
         eta = _duration(left / (rate / 60)) if self._done_here and left > 0 else "-"
         parts = [f"done {self.done}/{self.total}", f"running {running}", f"errored {self.errored}",
+                 *([f"stalled {figures.stalled}"] if figures.stalled else []),
                  f"rate {rate:.1f}/min", f"ETA {eta}", f"calls {self.calls:,}", f"tokens {self.tokens:,}"]
         if cost is not None:
             parts.append(f"cost {cost:.4f} USD")
@@ -113,6 +114,15 @@ class Progress:
         line = f"[{done}/{total}] {task_label(result, self.trials)} {result.status.value} {metrics}{error}"
         click.echo(line.rstrip(), err=True)
 
+    def note(self, line: str) -> None:
+        """A line for the user, above the live status line."""
+        if not self.enabled:
+            return
+        if self._live is not None:
+            self._live.console.print(line, markup=False, highlight=False)
+        else:
+            click.echo(line, err=True)
+
     def stop(self) -> None:
         if self._live is not None:
             self._live.stop()
@@ -127,6 +137,8 @@ class ConsoleReporter:
         self.progress = Progress(enabled=enabled, task_lines=task_lines)
         #: The names of the signals the run received, in order.
         self.signals: list[str] = []
+        #: The (task, trial)s finished in this process's run.
+        self.finished: set[tuple[str, int]] = set()
 
     @hookimpl
     def agentcompass_run_started(self, request: RunRequest, run_dir: str, n_work: int, n_finished: int,
@@ -138,6 +150,10 @@ class ConsoleReporter:
         if event.event != "task.finished":
             return
         progress = self.progress
+        key = (event.task_id, event.trial)
+        if key in self.finished:  # run again (agentcompass ctl requeue): its new result replaces the earlier one
+            progress.done -= 1
+        self.finished.add(key)
         result = RunResult(task_id=event.task_id, status=TaskStatus(event.status), attempt=event.attempt,
                            trial=event.trial, metrics=dict(event.metrics), error=event.error)
         progress.task_done(result, progress.done + 1, progress.total)
@@ -149,6 +165,10 @@ class ConsoleReporter:
     @hookimpl
     def agentcompass_run_warning(self, message: str) -> None:
         click.echo(f"warning: {message}", err=True)
+
+    @hookimpl
+    def agentcompass_run_control(self, action: str, uid: int, message: str) -> None:
+        self.progress.note(f"ctl {action} (uid {uid}): {message}")
 
     @hookimpl
     def agentcompass_run_signal(self, signal: str, count: int) -> None:

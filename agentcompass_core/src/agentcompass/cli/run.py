@@ -60,6 +60,11 @@ RUN_OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
     ("retries", (),
      {"type": int, "help": "Re-run an attempt after an infrastructure failure (environment start, timeout)."}),
     ("timeout", (), {"type": float, "help": "Seconds for a task's run phase (default 3600)."}),
+    ("stall_timeout", (),
+     {"type": float, "metavar": "SECONDS",
+      "help": "Stop an attempt that shows no sign of life (no model call, no output, no phase change) for this "
+              "long, as an infrastructure error retried under --retries (default per phase: prepare 1800, run 900, "
+              "collect 600, evaluate 1800)."}),
     ("phase_timeouts", (),
      {"metavar": "PHASE=SECONDS",
       "help": "Seconds for one phase: environment, prepare, run, collect, evaluate, close."}),
@@ -271,7 +276,9 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
     # What the user chose (a recorded run's options are not: they only repeat what it ran).
     chosen = given.given_fields() | (config.options.given_fields() if config and config.plugins is None
                                      else frozenset())
-    console = ConsoleReporter(enabled=True, task_lines=task_lines)
+    # A harness that takes the terminal (``human``) gets task lines, not a live status line drawn over its session.
+    interactive = getattr(host.registry["harness"].get(request.harness), "factory", None)
+    console = ConsoleReporter(enabled=True, task_lines=task_lines or getattr(interactive, "interactive", False))
     judged = judged_scans(scan)
     if judged:
         from agentcompass.scanning.judge import rubric_problem
@@ -283,7 +290,7 @@ def run_command(ctx: click.Context, benchmark: str | None, harness: str | None, 
         if not request.models.roles.get("judge"):
             raise CLIError(f"--scan {judged[0]} asks the run's judge role: give --judge-model MODEL")
     scanning = scan_observer(host, scan)
-    runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen)
+    runner = Runner(host, request, run_dir=resume or output, resume=resume is not None, given=chosen, control=True)
     with cli_errors(), observing(host, console), scanning:
         try:
             outcome = asyncio.run(runner.run())

@@ -13,7 +13,8 @@ Beside this package's names:
   :mod:`agentcompass.runtime.owned_dirs` (host directories a run owns), :mod:`agentcompass.runtime.known_secrets`
   (what a run masks), :mod:`agentcompass.runtime.chat_client` (an OpenAI client for code inside environments),
   :mod:`agentcompass.runtime.rate_limits` (a provider's concurrency adapted to its rate limits),
-  :mod:`agentcompass.runtime.shortening` (an error cut to one line at word boundaries) and
+  :mod:`agentcompass.runtime.shortening` (an error cut to one line at word boundaries),
+  :mod:`agentcompass.runtime.liveness` (an environment's signs of life, for the stall watchdog) and
   :mod:`agentcompass.runtime.wording` (counts in words: "1 call");
 * executors: :mod:`agentcompass.runtime.executor` (the executor seam), :mod:`agentcompass.runtime.attempt_spec`,
   :mod:`agentcompass.runtime.phases` (an attempt's phases and default timeouts),
@@ -25,7 +26,8 @@ Beside this package's names:
   vendor protocols' codecs);
 * observers and tools: :mod:`agentcompass.runtime.records` (typed run records),
   :mod:`agentcompass.runtime.scanning` (transcript scanners: the ``Scanner`` contract, ``Transcript``, ``Finding``),
-  :mod:`agentcompass.runtime.run_reader` (reading run directories, comparing runs, a suite's leaderboard);
+  :mod:`agentcompass.runtime.run_reader` (reading run directories, comparing runs, a suite's leaderboard),
+  :mod:`agentcompass.runtime.run_control` (steering a live run, as ``agentcompass ctl`` does);
 * :mod:`agentcompass.errors` (the domain errors), :mod:`agentcompass.hookspecs` (the hooks), and the top-level
   package's ``hookimpl`` and ``__version__``.
 
@@ -37,7 +39,8 @@ gateway, the results code) — only itself and the dependency-free :mod:`agentco
 :mod:`agentcompass.redaction` and :mod:`agentcompass.procfs`. The exceptions hold no code and only hand on,
 under a public name, an engine facility plugins need: :mod:`agentcompass.runtime.remote` (the worker),
 :mod:`agentcompass.runtime.codecs` (the gateway's codecs), :mod:`agentcompass.runtime.run_reader` (the
-results code); and the deprecated ``agentcompass.runtime.comparison`` (use ``run_reader``; it goes in 0.2.0).
+results code), :mod:`agentcompass.runtime.run_control` (the control client); and the deprecated
+``agentcompass.runtime.comparison`` (use ``run_reader``; it goes in 0.2.0).
 """
 
 from agentcompass.runtime.benchmark import BaseBenchmark, EvaluationEnvironmentMode, HarnessFreeBenchmark
@@ -72,9 +75,9 @@ PUBLIC_MODULES: frozenset[str] = frozenset({
     "agentcompass.runtime",
     *(f"agentcompass.runtime.{name}" for name in (
         "attempt_spec", "benchmark", "chat_client", "codecs", "environment", "executor", "harness", "known_secrets",
-        "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs", "phases",
-        "rate_limits", "records", "remote", "remote_attempts", "run_reader", "scanning", "seeds", "shortening",
-        "statistics", "types", "wording")),
+        "liveness", "logs", "metrics", "model_providers", "model_stream", "models", "names", "options", "owned_dirs",
+        "phases", "rate_limits", "records", "remote", "remote_attempts", "run_control", "run_reader", "scanning",
+        "seeds", "shortening", "statistics", "types", "wording")),
 })
 
 #: The test kit: public for a plugin's tests, never imported by a plugin's own code nor by the engine.

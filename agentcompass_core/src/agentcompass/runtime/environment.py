@@ -84,6 +84,12 @@ class EnvironmentSession(abc.ABC):
     async def download(self, path: str, local_path: str | Path) -> None:
         """Copy a file or directory tree of the environment to ``local_path`` on the host."""
 
+    def shell_command(self) -> list[str] | None:
+        """A host command that opens an interactive shell in this environment, in :attr:`workdir`, on the
+        terminal it is started on (the ``human`` harness runs it in a pseudo-terminal). ``None`` (the default):
+        this environment offers none."""
+        return None
+
 
 @dataclass(frozen=True)
 class EnvironmentDemand:

@@ -144,7 +144,9 @@ class Executor(abc.ABC):
 
 
 class LocalExecutor(Executor):
-    """``request.schedule.concurrency`` asyncio workers in this process, each running one attempt at a time."""
+    """``request.schedule.concurrency`` asyncio workers in this process, each running one attempt at a time (more
+    when the source says its concurrency may grow while the run runs: its ``most_workers``, as ``agentcompass ctl
+    set concurrency=N`` needs; the source then bounds how many work at once)."""
 
     name = "local"
 
@@ -153,7 +155,8 @@ class LocalExecutor(Executor):
             while (spec := await attempts.next()) is not None:
                 attempts.report(await context.run_attempt(spec))
 
-        workers = [asyncio.create_task(worker()) for _ in range(context.request.schedule.concurrency)]
+        n = max(context.request.schedule.concurrency, getattr(attempts, "most_workers", 0))
+        workers = [asyncio.create_task(worker()) for _ in range(n)]
         try:
             await asyncio.gather(*workers)
         finally:

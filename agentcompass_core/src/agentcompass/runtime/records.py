@@ -79,10 +79,12 @@ class LiveFigures:
     :param in_flight: attempts handed to the executor and not reported yet.
     :param cost_usd: what the run's model calls cost so far, a resume's earlier part included; ``None`` when a
         model's prices are unknown.
+    :param stalled: attempts the watchdog stopped so far (``--stall-timeout``).
     """
 
     in_flight: int
     cost_usd: float | None = None
+    stalled: int = 0
 
 
 @dataclass(frozen=True)

@@ -219,13 +219,16 @@ class TaskSelection:
 @dataclass(frozen=True)
 class Schedule:
     """How attempts are scheduled and timed: ``--concurrency``, ``--max-environments``, ``--retries``,
-    ``--timeout`` (the run phase) and ``--phase-timeout`` (any phase, by name)."""
+    ``--timeout`` (the run phase), ``--phase-timeout`` (any phase, by name) and ``--stall-timeout`` (seconds an
+    attempt may show no sign of life before the watchdog stops it; ``None``: each phase's default,
+    :data:`agentcompass.supervision.STALL_DEFAULTS`)."""
 
     concurrency: int = 8
     max_environments: int | None = None
     retries: int = 0
     timeout: float | None = None
     phase_timeouts: Mapping[str, float] = field(default_factory=dict)
+    stall_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,7 @@ REQUEST_OPTIONS: Mapping[str, tuple[str | None, str]] = {
                                        "harness_args", "model_args", "environment_args", "run_id")},
     **{name: ("tasks", name) for name in ("task_ids", "limit", "trials", "seed")},
     **{name: ("schedule", name) for name in ("concurrency", "max_environments", "retries", "timeout",
-                                             "phase_timeouts")},
+                                             "phase_timeouts", "stall_timeout")},
     **{name: ("budget", name) for name in ("max_tokens_per_task", "max_cost")},
     "role_models": ("models", "roles"), "model_aliases": ("models", "aliases"),
     "model_base_url": ("models", "base_url"), "model_api_key_env": ("models", "api_key_env"),

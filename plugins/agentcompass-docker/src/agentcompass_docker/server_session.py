@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentcompass.errors import InfrastructureError
+from agentcompass.runtime.liveness import sign_of_life
 from agentcompass.runtime.types import EnvironmentSpec, ExecResult
 
 from agentcompass_docker import exec_dirs
@@ -154,6 +155,7 @@ class ServerSession(DockerSession):
 
     async def _exec(self, argv: list[str], timeout: float | None, env: dict[str, str], workdir: str) -> ExecResult:
         """``exec`` (checked by :meth:`DockerSession.exec`): one request to the server."""
+        sign_of_life("exec " + " ".join(argv)[:120])
         if self.fallback:
             return await super()._exec(argv, timeout, {**self.base_env, **env}, workdir)
         header: dict[str, Any] = {
@@ -177,8 +179,10 @@ class ServerSession(DockerSession):
 
             def on_frame(kind: bytes, payload: bytes) -> None:
                 if kind == b"O":
+                    sign_of_life("exec output")
                     output.feed("stdout", payload)
                 elif kind == b"R":
+                    sign_of_life("exec output")
                     output.feed("stderr", payload)
                 elif kind == b"W":
                     self._writes.resolve(landed)

@@ -92,6 +92,17 @@ class DockerSession(EnvironmentSession):
     def __repr__(self) -> str:
         return f"DockerSession({self.name!r}, task_id={self.task_id!r})"
 
+    def shell_command(self) -> list[str] | None:
+        """``docker exec -it`` of an interactive ``bash`` (``sh`` without it) in the container's working directory."""
+        user = ["--user", self.user] if self.user else []
+        env = [f"--env={k}={v}" for k, v in self.spec.env.items()]
+        docker = [str(part) for part in self.engine.docker.client_config.docker_cmd]
+        if docker and Path(docker[0]).name == "setsid":  # the engine keeps its calls off the terminal; this needs it
+            docker = docker[1:]
+        return [*docker, "exec", "--interactive", "--tty", *user, *env,
+                "--workdir", self.workdir, self.container_id, "sh", "-c",
+                "if command -v bash >/dev/null; then exec bash -i; else exec sh -i; fi"]
+
     def path(self, path: str) -> str:
         """The absolute container path of ``path`` (relative paths resolve against the workdir)."""
         return posixpath.normpath(posixpath.join(self.workdir, str(path)))

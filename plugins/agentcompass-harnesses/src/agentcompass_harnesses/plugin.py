@@ -1,5 +1,5 @@
-"""Entry point of the harnesses plugin: registers ``react``, ``command`` and ``terminus-2``. Importing it is cheap: each
-factory imports its harness when called."""
+"""Entry point of the harnesses plugin: registers ``react``, ``command``, ``terminus-2`` and ``human``.
+Importing it is cheap: each factory imports its harness when called."""
 
 from __future__ import annotations
 
@@ -31,8 +31,18 @@ def _terminus2(**options: Any) -> Any:
     return Terminus2Harness(**options)
 
 
+def _human(**options: Any) -> Any:
+    from agentcompass_harnesses.human import HumanHarness
+
+    return HumanHarness(**options)
+
+
+_human.interactive = True  # type: ignore[attr-defined]  # it takes the terminal: the console shows no live line
+
+
 @hookimpl
 def register_harnesses(register: Any) -> None:
     register("react", _react)
     register("command", _command)
     register("terminus-2", _terminus2)
+    register("human", _human)

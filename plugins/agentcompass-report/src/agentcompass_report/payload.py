@@ -22,6 +22,7 @@ from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import RunResult, TaskStatus
 
 from agentcompass_report.conversation import REPORT_CAPS, Caps, capped, conversation
+from agentcompass_report.recording import recording
 
 #: The fields of a task row, in order.
 ROW_COLUMNS = ("task_id", "trial", "category", "status", "score", "error", "phase", "attempt", "seconds", "calls",
@@ -183,8 +184,9 @@ def _attempt_view(data: Mapping[str, Any], caps: Caps) -> dict[str, Any]:
 
 
 def detail(files: RunReader, key: Key, caps: Caps = REPORT_CAPS) -> dict[str, Any] | None:
-    """What a task's own view shows: its final result, earlier attempts and conversation (every attempt), and
-    the scanners' findings of its final attempt (shown beside the conversation)."""
+    """What a task's own view shows: its final result, earlier attempts and conversation (every attempt), the
+    scanners' findings of its final attempt (shown beside the conversation), and its terminal recording (the
+    ``human`` harness's), if it left one."""
     data = files.results.get(key)
     if data is None:
         return None
@@ -194,6 +196,7 @@ def detail(files: RunReader, key: Key, caps: Caps = REPORT_CAPS) -> dict[str, An
         "attempts": [_attempt_view(a, caps) for a in files.attempts.get(key, [])],
         "conversation": conversation(files.trajectory(key), caps),
         "findings": [dataclasses.asdict(f) for f in findings_by_attempt(files).get(attempt, [])],
+        "recording": recording(files.path, data),
     }
 
 

@@ -201,7 +201,7 @@ def view_command(run_dirs: tuple[Path, ...], host: str, port: int, allow_remote:
 
     from agentcompass.errors import AgentCompassError
 
-    from agentcompass_report.server import ViewState, check_host, open_runs, serve
+    from agentcompass_report.server import ViewState, check_host, is_loopback, open_runs, serve
 
     try:
         check_host(host, allow_remote)
@@ -218,7 +218,11 @@ def view_command(run_dirs: tuple[Path, ...], host: str, port: int, allow_remote:
             webbrowser.open(url)
 
     async def main() -> None:
-        await serve(ViewState(runs, redactor), host, port, ready)
+        import secrets
+
+        # Steering buttons only on loopback: nobody else may pause or drain this user's run through the page.
+        token = secrets.token_hex(16) if is_loopback(host) else None
+        await serve(ViewState(runs, redactor, control_token=token), host, port, ready)
 
     try:
         with contextlib.suppress(KeyboardInterrupt):

@@ -9,12 +9,17 @@ Endpoints (every response masked with the redactor, JSON with ``Cache-Control: n
   seen ``M`` in-place replacements (``replaced`` in the answer); when rows were replaced since, every row
   (``"from": 0``).
 * ``GET /api/task/R-I`` — row ``I``'s detail: result, earlier attempts and conversation (read then, not before).
+* ``POST /api/ctl/R`` — only when served on loopback: one ``agentcompass ctl`` request (``{"action": "pause"}``, ...)
+  to run ``R`` while it runs, with the page's token in the ``X-Agentcompass-Control`` header (a page of another
+  origin cannot send it: it neither knows the token nor may send the header without a preflight this server
+  refuses); the run's reply, or ``{"ok": false, "error": ...}``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import secrets
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +27,7 @@ from typing import Any
 import attrs
 from agentcompass.errors import UsageError
 from agentcompass.runtime.model_providers import Redactor
+from agentcompass.runtime.run_control import send
 from agentcompass.runtime.run_reader import RunReader
 from aiohttp import web
 
@@ -32,6 +38,9 @@ from agentcompass_report.payload import ROW_COLUMNS, detail, header, rows, summa
 from agentcompass_report.report import page_data, title_of
 
 LOOPBACK_NAMES = frozenset({"localhost"})
+#: What the page's buttons may ask of a live run, and the header carrying the page's token.
+CONTROL_ACTIONS = ("status", "pause", "resume", "drain", "set", "requeue", "cancel")
+CONTROL_HEADER = "X-Agentcompass-Control"
 
 
 def is_loopback(host: str) -> bool:
@@ -57,6 +66,8 @@ class ViewState:
     runs: list[RunReader]
     redactor: Redactor
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+    #: The token the page's steering buttons send (``POST /api/ctl``); ``None``: no buttons (not on loopback).
+    control_token: str | None = None
     #: The last summary answer and the version it was built at (polls of an unchanged run reuse it).
     _cached: tuple[str, dict[str, Any]] | None = None
 
@@ -100,8 +111,10 @@ def make_app(state: ViewState) -> web.Application:
     async def page(request: web.Request) -> web.Response:
         async with state.lock:
             state.refresh()
-            html = render(page_data(state.runs, "view", VIEW_CAPS), (), state.redactor, "view",
-                          state.redactor.text(title_of(state.runs)))
+            data = page_data(state.runs, "view", VIEW_CAPS)
+            if state.control_token is not None:
+                data["control"] = {"token": state.control_token, "actions": list(CONTROL_ACTIONS)}
+            html = render(data, (), state.redactor, "view", state.redactor.text(title_of(state.runs)))
         return web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
 
     @routes.get("/api/summary")
@@ -137,6 +150,27 @@ def make_app(state: ViewState) -> web.Application:
                 raise web.HTTPNotFound(text="no such task")
             value = detail(files, keys[index], VIEW_CAPS)
         return _json(state, value)
+
+    @routes.post("/api/ctl/{run}")
+    async def control(request: web.Request) -> web.Response:
+        token = state.control_token
+        given = request.headers.get(CONTROL_HEADER, "")
+        if token is None or not secrets.compare_digest(given.encode(), token.encode()):
+            raise web.HTTPForbidden(text="steering is offered only to the page this server served on loopback")
+        run_text = request.match_info["run"]
+        if not run_text.isdigit() or int(run_text) >= len(state.runs):
+            raise web.HTTPNotFound(text=f"no run {run_text}")
+        try:
+            body = await request.json()
+        except ValueError:
+            raise web.HTTPBadRequest(text="the body is one JSON object") from None
+        if not isinstance(body, dict) or body.get("action") not in CONTROL_ACTIONS:
+            raise web.HTTPBadRequest(text=f"action must be one of {', '.join(CONTROL_ACTIONS)}")
+        try:
+            reply = await asyncio.to_thread(send, state.runs[int(run_text)].path, body)
+        except UsageError as exc:
+            return _json(state, {"ok": False, "error": str(exc)}, status=409)
+        return _json(state, reply)
 
     app = web.Application()
     app.add_routes(routes)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -15,7 +16,9 @@ from agentcompass.builtin.local import processes
 from agentcompass.builtin.local.files import PathEscapeError, confine, copy_out, upload_into
 from agentcompass.errors import InfrastructureError
 from agentcompass.runtime.environment import OUTPUT_LIMIT, EnvironmentSession
+from agentcompass.runtime.liveness import sign_of_life
 from agentcompass.runtime.logs import get_logger
+from agentcompass.runtime.shortening import shorten
 from agentcompass.runtime.types import ExecResult
 
 __all__ = ["KILL_TIMEOUT", "OUTPUT_GRACE", "LocalSession", "PathEscapeError"]
@@ -69,6 +72,7 @@ class _PipeReader:
         except OSError:
             chunk = b""
         if chunk:
+            sign_of_life("exec output")
             self.capture.add(chunk)
         else:
             self.close()
@@ -181,6 +185,13 @@ class LocalSession(EnvironmentSession):
             if processes.remove_cgroup(tree.cgroup):
                 tree.cgroup = None
 
+    def shell_command(self) -> list[str] | None:
+        """An interactive ``bash`` (``sh`` without it) in the session's directory, with its environment."""
+        shell = shutil.which("bash") or "/bin/sh"
+        env = [f"{k}={v}" for k, v in self.base_env.items()]
+        return ["env", "-C", str(self.root), *env, shell, *(["--noprofile", "--norc", "-i"] if "bash" in shell
+                                                             else ["-i"])]
+
     async def exec(
         self,
         argv: Sequence[str],
@@ -194,6 +205,7 @@ class LocalSession(EnvironmentSession):
         if self.closed:
             raise InfrastructureError("exec on a closed local session")
         workdir = self.resolve(cwd) if cwd else self.root
+        sign_of_life(f"exec {shorten(' '.join(argv), 120)}")
         tree = self._new_tree()
         child_env = {**self.base_env, **(env or {}), processes.MARKER: tree.marker}
         try:

@@ -157,6 +157,7 @@
       liveEl,
       el("span", { cls: "muted small", text: LIVE ? "" : "written " + DATA.generated_at }),
     ]));
+    if (LIVE && DATA.control) app.appendChild(controlBar(DATA.control));
     mainView = el("div", { id: "main" });
     detailView = el("div", { id: "detail" });
     app.appendChild(mainView);
@@ -755,6 +756,7 @@
     var evaluation = (res.artifacts || {}).evaluation;
     if (evaluation) col.appendChild(el("details", null, [el("summary", { text: "Score components (artifacts.evaluation)" }), el("pre", { text: jsonText(evaluation) })]));
     col.appendChild(el("details", null, [el("summary", { text: "All artifacts" }), el("pre", { text: jsonText(res.artifacts) }), cutNote(res.artifacts_cut)]));
+    if (d.recording) col.appendChild(player(d.recording));
     // attempts and trials
     col.appendChild(el("h3", { text: "Attempts and trials" }));
     var att = (d.attempts || []).map(function (a) {
@@ -785,6 +787,84 @@
     }
     renderFindings(col, d.findings || []);
     renderConversation(col, d.conversation || { calls: [] });
+  }
+  // ---- steering the live run (view on loopback only: the server hands the page a token) -----------------------
+  function controlBar(control) {
+    var message = el("span", { cls: "muted small", id: "ctl-message" });
+    function ask(body) {
+      message.textContent = "…";
+      fetch("/api/ctl/0", { method: "POST", headers: { "Content-Type": "application/json", "X-Agentcompass-Control": control.token },
+                            body: JSON.stringify(body) })
+        .then(function (r) { return r.json().catch(function () { return { ok: false, error: "HTTP " + r.status }; }); })
+        .then(function (reply) { message.textContent = reply.ok ? reply.message : "refused: " + reply.error; })
+        .catch(function (e) { message.textContent = "failed: " + e; });
+    }
+    function button(id, text, body) {
+      var b = el("button", { type: "button", id: id, text: text });
+      b.addEventListener("click", function () { ask(body()); });
+      return b;
+    }
+    var concurrency = el("input", { type: "number", min: "1", id: "ctl-concurrency", size: "4" });
+    return el("div", { cls: "box", id: "ctl-bar" }, [
+      el("b", { text: "Steer this run: " }),
+      button("ctl-pause", "Pause", function () { return { action: "pause" }; }), " ",
+      button("ctl-pause-now", "Pause now", function () { return { action: "pause", now: true }; }), " ",
+      button("ctl-resume", "Resume", function () { return { action: "resume" }; }), " ",
+      button("ctl-drain", "Drain", function () { return { action: "drain" }; }), " · concurrency ",
+      concurrency, " ",
+      button("ctl-set-concurrency", "Set", function () { return { action: "set", name: "concurrency", value: concurrency.value }; }), " ",
+      message]);
+  }
+
+  // ---- a terminal recording (asciicast v2, the human harness's session.cast): a minimal replay ----------------
+  // Enough of a terminal for a shell session: escape sequences are dropped, \r returns, \n and \b move, text
+  // overwrites; typed input is shown by the echo the shell makes, as on the screen.
+  function screenOf(lines, pos, text) {
+    text = text.replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, "").replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(/\x1b[()][A-Za-z0-9]|\x1b[=>78]/g, "");
+    for (var i = 0; i < text.length; i++) {
+      var ch = text[i];
+      if (ch === "\r") pos.col = 0;
+      else if (ch === "\n") { pos.row += 1; if (pos.row >= lines.length) lines.push(""); }
+      else if (ch === "\b") pos.col = Math.max(0, pos.col - 1);
+      else if (ch >= " " || ch === "\t") {
+        var line = lines[pos.row];
+        while (line.length < pos.col) line += " ";
+        lines[pos.row] = line.slice(0, pos.col) + ch + line.slice(pos.col + 1);
+        pos.col += 1;
+      }
+    }
+  }
+  function player(rec) {
+    var out = rec.events.filter(function (e) { return e[1] === "o"; });
+    var screen = el("pre", { cls: "term", id: "detail-recording" });
+    var clock = el("span", { cls: "muted small" });
+    var at = 0, timer = null, speed = 1, lines = [""], pos = { row: 0, col: 0 };
+    var last = out.length ? out[out.length - 1][0] : 0;
+    function draw() { screen.textContent = lines.join("\n"); clock.textContent = " " + fmtSeconds(at < out.length ? out[at][0] : last) + " / " + fmtSeconds(last); screen.scrollTop = screen.scrollHeight; }
+    function step() {
+      timer = null;
+      if (at >= out.length) { button.textContent = "Replay"; return; }
+      screenOf(lines, pos, out[at][2]); at += 1; draw();
+      if (at < out.length) timer = setTimeout(step, Math.min(2000, (out[at][0] - out[at - 1][0]) * 1000 / speed));
+      else button.textContent = "Replay";
+    }
+    function reset() { at = 0; lines = [""]; pos = { row: 0, col: 0 }; }
+    var button = el("button", { type: "button", text: "Play" });
+    button.addEventListener("click", function () {
+      if (timer) { clearTimeout(timer); timer = null; button.textContent = "Play"; return; }
+      if (at >= out.length) reset();
+      button.textContent = "Pause"; step();
+    });
+    var all = el("button", { type: "button", text: "Show the end" });
+    all.addEventListener("click", function () { if (timer) clearTimeout(timer); timer = null; while (at < out.length) { screenOf(lines, pos, out[at][2]); at += 1; } button.textContent = "Replay"; draw(); });
+    var pace = el("select", null, [1, 2, 4, 8].map(function (x) { return el("option", { value: String(x), text: x + "×" }); }));
+    pace.addEventListener("change", function () { speed = Number(pace.value); });
+    draw();
+    var h = rec.header || {};
+    return el("div", { cls: "box", id: "detail-player" }, [
+      el("h3", { text: "Terminal session" + (h.width ? " (" + h.width + "×" + h.height + ")" : "") }),
+      el("div", null, [button, " ", all, " ", pace, clock]), screen,
+      rec.cut ? el("div", { cls: "cut", text: "[the recording was cut: only its first part plays]" }) : null]);
   }
   function renderFindings(col, findings) {
     // The scanners' findings of the final attempt (scans.jsonl), beside the conversation they point into.
