@@ -53,7 +53,7 @@ class RelayAccess:
         worker = self.worker
         assert worker.gateway is not None
         token, endpoints = worker.gateway.grant_relay(self.endpoints, worker.base_url)
-        direct = {role: GatewayClient(e, worker.pool, via="client") for role, e in self.endpoints.items()}
+        direct = {role: GatewayClient(e, worker.pool) for role, e in self.endpoints.items()}
         return ModelGrant(direct, endpoints, lambda: worker.gateway.revoke(token) if worker.gateway else None)
 
     @property
