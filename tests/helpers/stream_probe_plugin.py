@@ -2,6 +2,8 @@
 harness) calls its agent model in process as a Python harness does — one ``chat`` and one ``stream``, each with
 generation settings beyond the gateway's usual ones (``top_k``, ``reasoning_effort``, ``metadata``, ``user``) —
 and writes, to its artifacts, when each streamed piece reached it (``pieces.json``: ``[[time.time(), text]]``).
+With ``-b warn=WHAT`` it logs a warning ``probe.damaged_record`` (``detail=WHAT``, ``line`` 1 then 2, and a
+``path`` that is not JSON) before its calls and after them.
 
 Its :data:`ENTRY_POINTS` line lets Ray nodes find it (:func:`install_for_nodes` writes a ``.dist-info`` for a
 ``PYTHONPATH``), so a cluster's workers have it as they have an installed plugin.
@@ -17,6 +19,7 @@ from typing import Any
 
 from agentcompass import hookimpl
 from agentcompass.runtime import HarnessFreeBenchmark, RunResult, TaskSpec, TaskStatus
+from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.model_stream import StreamEnd, TextDelta
 
 #: What both calls pass besides the messages: settings the gateway would drop when translating.
@@ -28,10 +31,20 @@ class StreamProbe(HarnessFreeBenchmark):
     name = "stream_probe"
     required_model_roles = ("agent",)
 
+    def __init__(self, warn: str = "") -> None:
+        super().__init__()
+        self.warn = warn
+
     def load_tasks(self, req):  # type: ignore[no-untyped-def]
         return [TaskSpec(task_id="probe")]
 
+    def _warn(self, line: int) -> None:
+        if self.warn:
+            get_logger(plugin="stream_probe").warning("probe.damaged_record", detail=self.warn, line=line,
+                                                      path=Path("records.jsonl"))
+
     async def run_task(self, task, prepared, req, plan, env=None):  # type: ignore[no-untyped-def]
+        self._warn(1)
         model = plan.models["agent"]
         whole = await model.chat([{"role": "user", "content": "whole, please"}], **SETTINGS)
         pieces: list[tuple[float, str]] = []
@@ -42,6 +55,7 @@ class StreamProbe(HarnessFreeBenchmark):
                 text += event.text
             elif isinstance(event, StreamEnd):
                 text = event.response.content
+        self._warn(2)
         out = Path(plan.artifacts_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "pieces.json").write_text(json.dumps(pieces))

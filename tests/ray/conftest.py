@@ -31,6 +31,7 @@ def cluster() -> Iterator[LocalCluster]:
     try:
         env = {"PYTHONPATH": probe_path(ray_cluster)}
         ray_cluster.start_head(HEAD_IP, cpus=4, env=env)
+        ray_cluster.wait_for(1)  # a worker started before the head registers gives up on a loaded machine
         ray_cluster.add_worker(WORKER_IP, cpus=4, resources={"docker": 4}, env=env)
         ray_cluster.wait_for(2)
         yield ray_cluster

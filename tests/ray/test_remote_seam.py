@@ -57,10 +57,11 @@ class PickledRemote(Executor):
                 wire = pickle.dumps(grant.attempt)
                 PickledRemote.sent.append(wire)
                 told = grant.phase if self.live else None
+                logged = grant.log if self.live else None
                 PickledRemote.running[0] += 1
                 PickledRemote.running[1] = max(PickledRemote.running)
                 try:
-                    returned = await self.worker.run(pickle.loads(wire), told)  # type: ignore[union-attr]
+                    returned = await self.worker.run(pickle.loads(wire), told, logged)  # type: ignore[union-attr]
                 finally:
                     PickledRemote.running[0] -= 1
                 PickledRemote.returned.add(spec.key)
@@ -306,3 +307,35 @@ def test_a_remote_in_process_client_makes_the_local_calls_and_streams_piece_by_p
         assert {k: body.get(k) for k in stream_probe_plugin.SETTINGS} == stream_probe_plugin.SETTINGS
     assert comparable_calls(tmp_path / "pickled") == comparable_calls(tmp_path / "local")
     assert [c["via"] for c in comparable_calls(tmp_path / "pickled")] == ["client", "client"]
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_warnings_a_remote_attempt_logs_reach_the_runs_log_once_in_order_with_its_phases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live: bool) -> None:
+    """A warning logged by an attempt's code on the worker lands in the head's ``logs.jsonl`` as a local one
+    does (between the attempt's phase events, in order), told live or brought by the outcome, never twice."""
+    import agentcompass.remote_worker as remote_worker
+
+    from tests.helpers import stream_probe_plugin
+
+    def with_probe() -> Any:
+        host = load_plugins()
+        host.add_plugin(stream_probe_plugin, "stream_probe")
+        return host
+
+    monkeypatch.setattr(remote_worker, "load_plugins", with_probe)
+    monkeypatch.setattr(PickledRemote, "live", live)
+    request = RunRequest(benchmark="stream_probe", harness="none", model="mock",
+                         benchmark_args={"warn": "line 3 of records.jsonl"})
+    for executor in ("local", "pickled"):
+        outcome = run(request.with_options(executor=executor), tmp_path / executor, stream_probe_plugin)
+        assert outcome.summary.status_counts == {"COMPLETED": 1}
+    def told(run_dir: Path) -> list[Any]:
+        return [(e["event"], e.get("phase") or e.get("line"), e.get("level"), e.get("detail"), e.get("path"))
+                for e in records(run_dir / "logs.jsonl") if e["event"] in ("task.phase", "probe.damaged_record")]
+
+    assert told(tmp_path / "pickled") == told(tmp_path / "local")
+    assert [t for t in told(tmp_path / "pickled") if t[0] == "probe.damaged_record"] == [
+        ("probe.damaged_record", n, "warning", "line 3 of records.jsonl", "records.jsonl") for n in (1, 2)]
+    (first,) = [e for e in records(tmp_path / "pickled" / "logs.jsonl") if e.get("line") == 1]
+    assert (first["task_id"], first["trial"], first["attempt"], first["plugin"]) == ("probe", 1, 1, "stream_probe")
