@@ -21,10 +21,16 @@ Prints, per executor (each case repeated ``--repeat`` times; the range is shown)
     transport itself; no Ray cluster);
   * scaling (a cluster of its own: a head that runs no attempt, worker nodes of ``--per-node`` CPUs, so each
     holds that many attempts at once): ``--scaling-n`` tasks at 1 s model latency and concurrency 2·per-node, on
-    one worker node, then on two; the two-node run time ÷ the one-node run time (target ≤ 0.55, ideal 0.5).
+    one worker node, then on two; the two-node run time ÷ the one-node run time (target ≤ 0.55, ideal 0.5);
+  * images (``--only images``; root, ``dockerd`` and Debian's ``docker-registry``): ``--images-n`` harbor tasks
+    (default 100) whose Dockerfiles make ``--images-distinct`` different images (default 10), oracle agent,
+    ``--env docker -c 4``, on two docker nodes each with a Docker engine of its own (a ``dockerd`` each, as the
+    tests start them), without then with ``--executor-arg registry=`` (a registry on loopback): the images
+    built and pulled on each node's engine and the run's wall time.
 
-Usage: uv run python bench/ray_executor.py [--n 2000] [--repeat 2] [--only overhead|latency|ttft|scaling]
-       [--ttft-calls 50] [--scaling-n 32] [--per-node 4]
+Usage: uv run python bench/ray_executor.py [--n 2000] [--repeat 2]
+       [--only overhead|latency|ttft|scaling|images] [--ttft-calls 50] [--scaling-n 32] [--per-node 4]
+       [--images-n 100] [--images-distinct 10]
 """
 
 from __future__ import annotations
@@ -184,12 +190,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--only", choices=("overhead", "latency", "ttft", "scaling"), default=None,
+    parser.add_argument("--only", choices=("overhead", "latency", "ttft", "scaling", "images"), default=None,
                         help="run one of the cases")
     parser.add_argument("--ttft-calls", type=int, default=50)
     parser.add_argument("--scaling-n", type=int, default=32, help="tasks of the scaling case")
     parser.add_argument("--per-node", type=int, default=4, help="attempts a worker node holds at once (scaling)")
+    parser.add_argument("--images-n", type=int, default=100, help="tasks of the images case")
+    parser.add_argument("--images-distinct", type=int, default=10, help="different task images among them")
     args = parser.parse_args()
+    if args.only == "images":
+        images(args.images_n, args.images_distinct)
+        return
     if args.only in (None, "ttft"):
         import asyncio
 
@@ -279,6 +290,72 @@ def scaling(root: Path, pythonpath: str, n: int, per_node: int) -> None:
         print(f"  → two nodes ÷ one node: {measured[2] / measured[1]:.3f}  (target ≤ 0.55, ideal 0.5)")
     finally:
         cluster.stop()
+
+
+def images(n: int, distinct: int) -> None:
+    """(c): a docker run on two nodes, each with an engine of its own, without and with a registry."""
+    from tests.harbor.taskdirs import write_task
+    from tests.helpers.docker_engines import ExtraEngine, Registry, can_run_engines
+
+    why = can_run_engines()
+    if why:
+        raise SystemExit(f"the images case cannot run here: {why}")
+    base, ips = "python:3.11-slim", ("127.0.0.2", "127.0.0.6")
+    reward = "if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+    root = Path(tempfile.mkdtemp(prefix="acbench-images", dir="/tmp"))
+    engines: list[ExtraEngine] = []
+    cluster = LocalCluster()
+    print(f"images — {n} harbor tasks ({distinct} different task images), oracle, --env docker -c 4; two docker "
+          f"nodes ({ips[0]} the head, {ips[1]}), each with a dockerd of its own; load before: "
+          f"{os.getloadavg()[0]:.1f}")
+    try:
+        for name in ("a", "b"):
+            engines.append(ExtraEngine.start(name))
+            engines[-1].load(base)
+        cluster.start_head(ips[0], cpus=2, resources={"docker": 2}, env={"DOCKER_HOST": engines[0].host})
+        cluster.wait_for(1, timeout=600)
+        cluster.add_worker(ips[1], cpus=2, resources={"docker": 2}, env={"DOCKER_HOST": engines[1].host})
+        cluster.wait_for(2, timeout=600)
+        for shared in (False, True):
+            registry = Registry.start() if shared else None
+            label = "with registry=" if registry else "without a registry"
+            nonce = f"{time.time_ns()}"  # images no engine has yet
+            tasks = root / f"tasks-{nonce}"
+            for i in range(n):
+                write_task(tasks, f"t{i:03d}", instruction="write hi", test="test -f /app/hi\n" + reward,
+                           solve="touch /app/hi\n",
+                           dockerfile=f"FROM {base}\nRUN echo {nonce}-{i % distinct} > /nonce\nWORKDIR /app\n")
+            before = [e.images("agentcompass-build") for e in engines]
+            since = time.time() - 1
+            extra = ["--executor-arg", f"registry={registry.address}"] if registry else []
+            started = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-m", "agentcompass.cli.main", "run", "harbor", "oracle", "mock", "-b",
+                 f"path={tasks}", "--env", "docker", "-c", "4", "--executor", "ray", "--executor-arg",
+                 f"address={cluster.address}", "--executor-arg", f"node_ip={ips[0]}", *extra, "-o",
+                 str(root / f"run-{nonce}")], cwd=ROOT, capture_output=True, text=True,
+                env={**os.environ, **cluster.driver_env()}, timeout=3600)
+            wall = time.perf_counter() - started
+            if registry:
+                registry.stop()
+            if proc.returncode != 0:
+                print(f"  {label}: the run failed ({proc.returncode}): {proc.stderr[-1500:]}")
+                continue
+            summary = json.loads((root / f"run-{nonce}" / "summary.json").read_text())
+            per_node = []
+            for ip, engine, had in zip(ips, engines, before, strict=True):
+                actions = engine.docker("events", "--since", f"{since:.0f}", "--until", f"{time.time() + 1:.0f}",
+                                        "--filter", "type=image", "--format", "{{.Action}}").stdout.split()
+                made = len(engine.images("agentcompass-build") - had)
+                pulled = actions.count("pull")
+                per_node.append(f"{ip}: {made - pulled} built, {pulled} pulled, {actions.count('push')} pushed")
+            print(f"  {label}: wall {wall:.1f} s (run {summary.get('duration_s', 0):.1f} s), "
+                  f"{summary.get('status_counts')}; " + "; ".join(per_node) + f"; load {os.getloadavg()[0]:.1f}")
+    finally:
+        cluster.stop()
+        for engine in engines:
+            engine.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,11 +14,13 @@ from agentcompass.testing.upstream import LoopbackUpstream
 
 
 @contextmanager
-def upstream_in_thread(*args: Any, **kwargs: Any) -> Iterator[LoopbackUpstream]:
+def upstream_in_thread(*args: Any, kind: type[LoopbackUpstream] = LoopbackUpstream,
+                       **kwargs: Any) -> Iterator[LoopbackUpstream]:
+    """A ``kind`` (default :class:`LoopbackUpstream`) made of ``args``, serving from a thread of its own."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    up = LoopbackUpstream(*args, **kwargs)
+    up = kind(*args, **kwargs)
     asyncio.run_coroutine_threadsafe(up.__aenter__(), loop).result(30)
     try:
         yield up
@@ -26,6 +29,20 @@ def upstream_in_thread(*args: Any, **kwargs: Any) -> Iterator[LoopbackUpstream]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+class TimedUpstream(LoopbackUpstream):
+    """A :class:`LoopbackUpstream` that notes when it finished each answer (``ended``: ``time.time()``, the end
+    of a stream's last piece)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ended: list[float] = []
+
+    async def _answer(self, request: Any, protocol: str, body: Any) -> Any:
+        answered = await super()._answer(request, protocol, body)
+        self.ended.append(time.time())
+        return answered
 
 #: A streamed Anthropic Messages call with a thinking block and cache_control marks; prints its text and the
 #: seconds between its first and last piece (or the error), as JSON.

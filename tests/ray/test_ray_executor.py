@@ -343,3 +343,43 @@ def test_a_claude_like_client_on_the_worker_is_passed_through_and_streamed_by_th
     (call,) = records(out / "trajectories.jsonl")
     assert (call["protocol"], call["passthrough"], call["via"]) == ("anthropic", True, "gateway")
     assert result["status"] == "COMPLETED"
+
+
+
+def test_an_in_process_client_on_a_node_makes_the_local_calls_and_its_stream_arrives_piece_by_piece(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    """A Python benchmark's own ``chat`` and ``stream`` on a node (the ``stream_probe`` plugin, installed on
+    every node): the provider receives what a local run sends it (every setting), the calls are recorded as
+    local in-process ones, and the first streamed piece reaches the node before the provider ends its stream."""
+    from agentcompass.testing.scripted_models import ScriptedModel, scripted, text
+
+    from tests.helpers.stream_probe_plugin import SETTINGS
+    from tests.helpers.threaded_upstream import TimedUpstream, upstream_in_thread
+    from tests.ray.conftest import probe_path
+    from tests.ray.test_remote_seam import comparable_calls
+
+    answer = "abcde" * 20
+    sent: dict[str, list[Any]] = {}
+    for where in ("local", "ray"):
+        model = ScriptedModel(scripted(text("whole"), text(answer)))
+        with upstream_in_thread(model, kind=TimedUpstream, piece=5, delay=0.05) as up:
+            assert isinstance(up, TimedUpstream)
+            proc = run_cli(cluster if where == "ray" else None, "run", "stream_probe", "none",
+                           "openai-compatible/probe", "--model-base-url", up.base_url,
+                           "--model-api-key-env", "ACRAY_PROBE_KEY", "--seed", "3",
+                           *(on_cluster(cluster) if where == "ray" else []), "-o", str(tmp_path / where),
+                           env={"ACRAY_PROBE_KEY": up.api_key, "PYTHONPATH": probe_path(cluster)})
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            sent[where] = [(r.path, r.body) for r in up.requests]
+            (stream_ended,) = up.ended[1:]
+        (result,) = records(tmp_path / where / "results.jsonl")
+        assert (result["status"], result["final_answer"]) == ("COMPLETED", f"whole|{answer}")
+        pieces = json.loads((tmp_path / where / "artifacts" / "probe" / "attempt-1" / "pieces.json").read_text())
+        # Piece by piece (20 of them, 50 ms apart): the first arrived while the provider was still streaming.
+        assert "".join(p for _, p in pieces) == answer and len(pieces) >= 10, pieces
+        assert stream_ended - pieces[0][0] > 0.5, (stream_ended, pieces[0][0])
+    assert sent["ray"] == sent["local"]
+    for _, body in sent["ray"]:
+        assert {k: body.get(k) for k in SETTINGS} == SETTINGS
+    assert comparable_calls(tmp_path / "ray") == comparable_calls(tmp_path / "local")
+    assert [c["via"] for c in comparable_calls(tmp_path / "ray")] == ["client", "client"]

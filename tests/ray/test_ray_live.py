@@ -76,6 +76,38 @@ def test_a_remote_attempts_phase_changes_and_model_calls_reach_the_head_as_they_
             range(running + 1, collecting))
 
 
+def test_a_warning_logged_on_a_node_reaches_the_heads_log_while_the_attempt_runs_in_order(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    """``stream_probe -b warn=...`` logs a warning on its node before its model calls and one after: both land
+    in the head's ``logs.jsonl`` once, between the attempt's RUNNING and COLLECTING (which the head writes as
+    the node tells it, while the attempt runs: a warning brought only by the outcome would come after them),
+    naming the node and the attempt."""
+    from agentcompass.testing.scripted_models import ScriptedModel
+
+    from tests.helpers.threaded_upstream import upstream_in_thread
+    from tests.ray.conftest import probe_path
+
+    out = tmp_path / "ray"
+    with upstream_in_thread(ScriptedModel()) as up:
+        proc = run_cli(cluster, "run", "stream_probe", "none", "openai-compatible/probe", "--model-base-url",
+                       up.base_url, "--model-api-key-env", "ACRAY_PROBE_KEY", "-b", "warn=line 3 is torn",
+                       *on_cluster(cluster), "-o", str(out),
+                       env={"ACRAY_PROBE_KEY": up.api_key, "PYTHONPATH": probe_path(cluster)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    logged = records(out / "logs.jsonl")
+    told = [(e["event"], e.get("phase") or e.get("line")) for e in logged
+            if e.get("event") in ("task.phase", "probe.damaged_record")]
+    assert told == [("task.phase", "PREPARING"), ("task.phase", "RUNNING"), ("probe.damaged_record", 1),
+                    ("probe.damaged_record", 2), ("task.phase", "COLLECTING"), ("task.phase", "EVALUATING"),
+                    ("task.phase", "FINISHED")], told
+    warned = [e for e in logged if e.get("event") == "probe.damaged_record"]
+    (node,) = {e["node"] for e in warned}
+    (finished,) = log_events(out, "ray.finished")
+    assert list(finished["attempts_by_node"]) == [node]
+    assert {(e["level"], e["detail"], e["path"], e["task_id"], e["attempt"]) for e in warned} == {
+        ("warning", "line 3 is torn", "records.jsonl", "probe", 1)}
+
+
 def slow_responder(seconds: float, in_flight: list[int] | None = None) -> Any:
     """The mock model, answering after ``seconds``; ``in_flight`` (now, most) counts requests open at once."""
     async def respond(request: dict[str, Any]) -> Any:

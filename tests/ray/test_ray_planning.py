@@ -55,3 +55,25 @@ def test_options_parse() -> None:
     assert (parsed.address, parsed.num_cpus, dict(parsed.resources), parsed.node_ip) == (
         "auto", 0.5, {"gpu_box": 1.0}, "127.0.0.2")
     assert RayOptions.parse({"address": "local"}).address is None
+
+
+def test_a_suite_cell_naming_another_cluster_than_the_one_joined_is_a_usage_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cells of one suite share this process's Ray membership: one naming another cluster is refused (it
+    would otherwise run on the first cell's cluster); one naming the same shares it."""
+    import sys
+    import types
+
+    from agentcompass_ray import cluster
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(is_initialized=lambda: True))
+    joined = cluster.Connection(joined=False, address="127.0.0.2:6390")
+    monkeypatch.setattr(cluster, "_shared", [joined])
+    same = cluster.connect(RayOptions.parse({"address": "127.0.0.2:6390"}), local_cpus=1, secrets=())
+    assert same is joined and joined.users == 2
+    for other, named in (("10.0.0.9:6379", "the Ray cluster at 10.0.0.9:6379"), (None, "a local Ray instance")):
+        with pytest.raises(UsageError) as caught:
+            cluster.connect(RayOptions.parse({"address": other} if other else {}), local_cpus=1, secrets=())
+        message = str(caught.value)
+        assert message.startswith("this process already runs on the Ray cluster at 127.0.0.2:6390, not " + named)
+        assert "same --executor-arg address" in message and "\n" not in message

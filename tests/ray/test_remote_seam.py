@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,11 @@ class PickledRemote(Executor):
                 wire = pickle.dumps(grant.attempt)
                 PickledRemote.sent.append(wire)
                 told = grant.phase if self.live else None
+                logged = grant.log if self.live else None
                 PickledRemote.running[0] += 1
                 PickledRemote.running[1] = max(PickledRemote.running)
                 try:
-                    returned = await self.worker.run(pickle.loads(wire), told)  # type: ignore[union-attr]
+                    returned = await self.worker.run(pickle.loads(wire), told, logged)  # type: ignore[union-attr]
                 finally:
                     PickledRemote.running[0] -= 1
                 PickledRemote.returned.add(spec.key)
@@ -151,7 +153,7 @@ async def test_the_multiplexed_gateway_checks_every_token_and_stops_with_sockets
         meter = TaskMeter("t", 1)
         token, endpoints = gateway.grant({"agent": ScriptedModel(lambda request: text("pong"))}, meter,
                                          gateway.base_url)
-        good = GatewayClient(endpoints["agent"], pool, via="client")
+        good = GatewayClient(endpoints["agent"], pool)
         replies = await asyncio.gather(*(good.chat([{"role": "user", "content": str(i)}]) for i in range(20)))
         assert {r.content for r in replies} == {"pong"} and len(meter.calls) == 20
         assert {c.via for c in meter.calls} == {"client"}  # recorded as in-process calls, as locally
@@ -256,3 +258,84 @@ def test_a_suites_shared_concurrency_binds_a_remote_executor(tmp_path: Path) -> 
     assert [c.state for c in outcome.cells] == ["finished"] * 4
     # Four cells of three workers each: never more than the suite's two attempts on the worker side at once.
     assert PickledRemote.running == [0, 2]
+
+
+def comparable_calls(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's model-call records without what differs run to run (timings, ids)."""
+    timing = {"started_at", "latency_s", "ttft_s", "first_token_s", "ended_at", "attempt_id", "call_id", "id"}
+    return [{k: v for k, v in call.items() if k not in timing and not k.endswith(("_at", "_s"))}
+            for call in records(run_dir / "trajectories.jsonl")]
+
+
+def test_a_remote_in_process_client_makes_the_local_calls_and_streams_piece_by_piece(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python benchmark's own ``chat`` and ``stream`` calls on a worker: the provider gets the same requests
+    as from a local run (every setting kept), the calls are recorded as local in-process ones, and the stream's
+    first piece reaches the worker while the provider is still streaming."""
+    import agentcompass.remote_worker as remote_worker
+    from agentcompass.testing.scripted_models import ScriptedModel, scripted, text
+
+    from tests.helpers import stream_probe_plugin
+    from tests.helpers.threaded_upstream import upstream_in_thread
+
+    def with_probe() -> Any:
+        host = load_plugins()
+        host.add_plugin(stream_probe_plugin, "stream_probe")
+        return host
+
+    monkeypatch.setattr(remote_worker, "load_plugins", with_probe)
+    answer = "abcde" * 20
+    sent: dict[str, list[Any]] = {}
+    for executor in ("local", "pickled"):
+        with upstream_in_thread(ScriptedModel(scripted(text("whole"), text(answer))), piece=5, delay=0.05) as up:
+            monkeypatch.setenv("SEAM_PROBE_KEY", up.api_key)
+            request = RunRequest(benchmark="stream_probe", harness="none", model="openai-compatible/probe").with_options(
+                model_base_url=up.base_url, model_api_key_env="SEAM_PROBE_KEY", executor=executor, seed=3)
+            outcome = run(request, tmp_path / executor, stream_probe_plugin)
+            streamed_until = time.time()
+            sent[executor] = [(r.path, r.body) for r in up.requests]
+        assert outcome.summary.status_counts == {"COMPLETED": 1}
+        (result,) = records(tmp_path / executor / "results.jsonl")
+        assert result["final_answer"] == f"whole|{answer}"
+        pieces = json.loads((tmp_path / executor / "artifacts" / "probe" / "attempt-1" / "pieces.json").read_text())
+        # Piece by piece (20 of them, 50 ms apart), not the whole answer at the end.
+        assert "".join(p for _, p in pieces) == answer and len(pieces) >= 10, pieces
+        assert pieces[-1][0] - pieces[0][0] > 0.5 and streamed_until - pieces[0][0] > 0.5
+    assert sent["pickled"] == sent["local"]
+    ((_, whole), (_, streamed)) = sent["pickled"]
+    for body in (whole, streamed):
+        assert {k: body.get(k) for k in stream_probe_plugin.SETTINGS} == stream_probe_plugin.SETTINGS
+    assert comparable_calls(tmp_path / "pickled") == comparable_calls(tmp_path / "local")
+    assert [c["via"] for c in comparable_calls(tmp_path / "pickled")] == ["client", "client"]
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_warnings_a_remote_attempt_logs_reach_the_runs_log_once_in_order_with_its_phases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live: bool) -> None:
+    """A warning logged by an attempt's code on the worker lands in the head's ``logs.jsonl`` as a local one
+    does (between the attempt's phase events, in order), told live or brought by the outcome, never twice."""
+    import agentcompass.remote_worker as remote_worker
+
+    from tests.helpers import stream_probe_plugin
+
+    def with_probe() -> Any:
+        host = load_plugins()
+        host.add_plugin(stream_probe_plugin, "stream_probe")
+        return host
+
+    monkeypatch.setattr(remote_worker, "load_plugins", with_probe)
+    monkeypatch.setattr(PickledRemote, "live", live)
+    request = RunRequest(benchmark="stream_probe", harness="none", model="mock",
+                         benchmark_args={"warn": "line 3 of records.jsonl"})
+    for executor in ("local", "pickled"):
+        outcome = run(request.with_options(executor=executor), tmp_path / executor, stream_probe_plugin)
+        assert outcome.summary.status_counts == {"COMPLETED": 1}
+    def told(run_dir: Path) -> list[Any]:
+        return [(e["event"], e.get("phase") or e.get("line"), e.get("level"), e.get("detail"), e.get("path"))
+                for e in records(run_dir / "logs.jsonl") if e["event"] in ("task.phase", "probe.damaged_record")]
+
+    assert told(tmp_path / "pickled") == told(tmp_path / "local")
+    assert [t for t in told(tmp_path / "pickled") if t[0] == "probe.damaged_record"] == [
+        ("probe.damaged_record", n, "warning", "line 3 of records.jsonl", "records.jsonl") for n in (1, 2)]
+    (first,) = [e for e in records(tmp_path / "pickled" / "logs.jsonl") if e.get("line") == 1]
+    assert (first["task_id"], first["trial"], first["attempt"], first["plugin"]) == ("probe", 1, 1, "stream_probe")

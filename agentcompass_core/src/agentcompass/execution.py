@@ -17,6 +17,7 @@ import attrs
 from agentcompass.lifecycle import AttemptContext, TaskAttempt
 from agentcompass.models.metering import TaskMeter
 from agentcompass.runtime.executor import AttemptOutcome, AttemptSpec
+from agentcompass.runtime.logs import get_logger
 from agentcompass.runtime.phases import Phase
 from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteOutcome, pack_dir, scrub_request, unpack_dir
 from agentcompass.runtime.types import RunRequest, RunResult, TaskStatus
@@ -77,6 +78,8 @@ class HeadGrant:
     _revoke: Callable[[], None]
     #: Phase changes already passed to the observers as they happened (:meth:`phase`).
     _told: int = 0
+    #: Warnings already written to the run's log as they happened (:meth:`log`).
+    _logged: int = 0
 
     def phase(self, previous: str, new: str) -> None:
         """A phase change the worker reported while the attempt runs: the observers hear it now, and
@@ -84,12 +87,28 @@ class HeadGrant:
         self._told += 1
         self.context.on_transition(self.spec, Phase(previous), Phase(new))
 
+    def log(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        """A warning the worker's attempt logged: written to the run's log now (the attempt named, unless the
+        event names it), and :meth:`finish` does not write it again."""
+        self._logged += 1
+        spec = self.spec
+        where = {"task_id": spec.task.task_id, "trial": spec.trial, "attempt": spec.attempt}
+        log = get_logger(**{k: v for k, v in where.items() if k not in fields})
+        (log.error if level == "error" else log.warning)(event, **fields)
+
     def finish(self, remote: RemoteOutcome) -> AttemptOutcome:
         self._end("the attempt ended before the call did")
         spec, outcome = self.spec, remote.outcome
         unpack_dir(remote.artifacts, self.context.artifacts_root(spec.task.task_id, spec.trial, spec.attempt))
-        for previous, new in remote.transitions[self._told:]:  # those not heard live
-            self.context.on_transition(spec, Phase(previous), Phase(new))
+        # Those not told live, in the order they came: each log after the phase changes before it.
+        logs, told = list(remote.logs[self._logged:]), self._told
+        for i, (previous, new) in enumerate(remote.transitions):
+            while logs and logs[0][0] <= i:
+                self.log(*logs.pop(0)[1])
+            if i >= told:
+                self.context.on_transition(spec, Phase(previous), Phase(new))
+        for _, entry in logs:
+            self.log(*entry)
         meter = self.meter
         result = outcome.result
         if meter.limit_reached and result.status is not TaskStatus.LIMIT_REACHED:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -31,8 +32,18 @@ from agentcompass.models.roles import resolve_models
 from agentcompass.plugins import load_plugins
 from agentcompass.resolve import resolve
 from agentcompass.runtime.attempt_spec import AttemptSpec
-from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteOutcome, pack_dir, unpack_dir
+from agentcompass.runtime.logs import forwarded_warnings
+from agentcompass.runtime.remote_attempts import RemoteAttempt, RemoteLog, RemoteOutcome, pack_dir, unpack_dir
 from agentcompass.runtime.types import EnvironmentSpec, ModelEndpoint, RunRequest
+
+
+def sendable(value: Any) -> Any:
+    """A log field's value as it can cross to the head: JSON-able as it is, else its ``str``."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
 
 
 class RelayAccess:
@@ -53,7 +64,7 @@ class RelayAccess:
         worker = self.worker
         assert worker.gateway is not None
         token, endpoints = worker.gateway.grant_relay(self.endpoints, worker.base_url)
-        direct = {role: GatewayClient(e, worker.pool, via="client") for role, e in self.endpoints.items()}
+        direct = {role: GatewayClient(e, worker.pool) for role, e in self.endpoints.items()}
         return ModelGrant(direct, endpoints, lambda: worker.gateway.revoke(token) if worker.gateway else None)
 
     @property
@@ -104,21 +115,29 @@ class AttemptWorker:
         self.base_url, self.gateway_env = self.provider.gateway_address(
             host=self.gateway.host, port=self.gateway.port, unix_socket=self.gateway.unix_socket)
 
-    async def run(self, attempt: RemoteAttempt,
-                  on_transition: Callable[[str, str], None] | None = None) -> RemoteOutcome:
+    async def run(self, attempt: RemoteAttempt, on_transition: Callable[[str, str], None] | None = None,
+                  on_log: Callable[[str, str, dict[str, Any]], None] | None = None) -> RemoteOutcome:
         """Run one attempt through the ordinary lifecycle; its artifacts come back as a tar archive.
-        ``on_transition(previous, phase)`` hears each phase change as it happens (to send it to the head
+        ``on_transition(previous, phase)`` hears each phase change as it happens, ``on_log(level, event,
+        fields)`` each warning or error the attempt's code logs (:data:`RemoteLog`: to send them to the head
         while the attempt runs); the outcome carries them all as well."""
         spec = replace(attempt.spec, gateway_env=dict(self.gateway_env))
         key = f"{spec.task.task_id}-{spec.trial}-{spec.attempt}-{id(attempt)}"
         scratch = self._scratch / key
         artifacts, source = scratch / "artifacts", scratch / "source"
         transitions: list[tuple[str, str]] = []
+        logs: list[tuple[int, RemoteLog]] = []
 
         def transition(s: AttemptSpec, prev: Any, new: Any) -> None:
             transitions.append((prev.value, new.value))
             if on_transition is not None:
                 on_transition(prev.value, new.value)
+
+        def logged(level: str, event: str, fields: dict[str, Any]) -> None:
+            entry: RemoteLog = (level, event, {k: sendable(v) for k, v in fields.items()})
+            logs.append((len(transitions), entry))
+            if on_log is not None:
+                on_log(*entry)
 
         if attempt.source_artifacts:
             await asyncio.to_thread(unpack_dir, attempt.source_artifacts, source)
@@ -131,13 +150,14 @@ class AttemptWorker:
             live_sessions=self.live_sessions,
         )
         try:
-            outcome = await context.run_attempt(spec)
+            with forwarded_warnings(logged):
+                outcome = await context.run_attempt(spec)
             packed = await asyncio.to_thread(pack_dir, artifacts) if artifacts.is_dir() else b""
         finally:
             if scratch.exists():
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
         # The head's meter has every call; the worker's copy stays here.
-        return RemoteOutcome(replace(outcome, trajectory=()), packed, tuple(transitions))
+        return RemoteOutcome(replace(outcome, trajectory=()), packed, tuple(transitions), tuple(logs))
 
     async def close(self) -> None:
         """Close what attempts left open, tear the provider down, stop the relay gateway."""

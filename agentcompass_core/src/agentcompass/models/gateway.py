@@ -49,7 +49,7 @@ import attrs
 from aiohttp import web
 
 from agentcompass.errors import UsageError, describe
-from agentcompass.models import gateway_serving
+from agentcompass.models import client_calls, gateway_serving
 from agentcompass.models.faults import serving_middleware
 from agentcompass.models.gateway_client import (
     DROPPED_RESPONSE_HEADERS,
@@ -153,6 +153,7 @@ class ModelGateway:
         app.router.add_get("/v1/models", self._models)
         app.router.add_post(r"/{version:v1beta|v1|v1alpha}/models/{target}", self._gemini)
         app.router.add_get("/v1/stream", self._multiplexed)
+        app.router.add_post(client_calls.CLIENT_PATH, self._client_call)
 
     async def stop(self) -> None:
         self._grants.clear()
@@ -278,6 +279,9 @@ class ModelGateway:
 
     async def _gemini(self, request: web.Request) -> web.StreamResponse:
         return await gateway_serving.serve_gemini(self, request)
+
+    async def _client_call(self, request: web.Request) -> web.StreamResponse:
+        return await client_calls.serve(self, request)
 
     @property
     def redactor(self) -> Redactor:

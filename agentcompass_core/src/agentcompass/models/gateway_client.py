@@ -17,11 +17,10 @@ from typing import Any
 import aiohttp
 import attrs
 
-from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError, Usage
+from agentcompass.models import client_calls
+from agentcompass.runtime.model_stream import StreamEvent
+from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError
 from agentcompass.runtime.types import ModelEndpoint
-
-#: The header marking a remote worker's in-process calls (``client``), as :mod:`agentcompass.models.gateway`.
-VIA_HEADER = "X-AgentCompass-Via"
 
 #: Statuses a provider answers when every later call fails the same way.
 FATAL_STATUSES = frozenset({401, 403})
@@ -182,16 +181,6 @@ class GatewayPool:
             raise GatewayUnreachable(str(header["error"]))
         return Forwarded(int(header.get("status") or 502), dict(header.get("headers") or {}), frames, cancel)
 
-    async def call(self, base_url: str, token: str, via: str, body: dict[str, Any]) -> tuple[int, Any]:
-        """One chat completion through the gateway at ``base_url``: its status and JSON answer."""
-        reply = await self.forward(base_url, token, "POST", "/v1/chat/completions",
-                                   {"Content-Type": "application/json", VIA_HEADER: via}, json.dumps(body).encode())
-        data = await asyncio.wait_for(reply.read(), self.timeout)
-        try:
-            return reply.status, json.loads(data)
-        except ValueError:
-            return reply.status, data.decode("utf-8", errors="replace")
-
     async def aclose(self) -> None:
         for ws in list(self._sockets.values()):
             await ws.close()
@@ -205,12 +194,31 @@ class GatewayPool:
 
 
 class GatewayClient(ModelClient):
-    """Calls one role of a model gateway (over the pool's WebSocket). ``via="client"`` marks the calls as
-    in-process ones (a Python harness's), so the head records them as it would with the local executor."""
+    """Calls one role of a model gateway (over the pool's WebSocket), as a remote worker's in-process client:
+    each ``chat`` / ``stream`` goes to the head with every argument as given, is made there on the attempt's
+    in-process client — as the same call would be made locally — and comes back as the local call's answer,
+    event by event when streamed (:mod:`agentcompass.models.client_calls`)."""
 
-    def __init__(self, endpoint: ModelEndpoint, pool: GatewayPool, *, via: str = "gateway") -> None:
-        self.endpoint, self.pool, self.via = endpoint, pool, via
+    def __init__(self, endpoint: ModelEndpoint, pool: GatewayPool) -> None:
+        self.endpoint, self.pool = endpoint, pool
         self.model = endpoint.model
+
+    async def _send(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
+                    params: Mapping[str, Any], stream: bool) -> Forwarded:
+        body = client_calls.request_body(self.endpoint.model, messages, tools, params, stream=stream)
+        try:
+            return await self.pool.forward(self.endpoint.base_url, self.endpoint.api_key, "POST",
+                                           client_calls.CLIENT_PATH, {"Content-Type": "application/json"}, body)
+        except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: BaseException) -> ModelError:
+        return ModelError(f"the run's model gateway at {self.endpoint.base_url} is unreachable: "
+                          f"{type(exc).__name__}: {exc}", retryable=False)
+
+    def _refused(self, reply: Forwarded, data: bytes) -> ModelError:
+        return ModelError(f"the run's model gateway at {self.endpoint.base_url} answered {reply.status}: "
+                          f"{data[:300].decode(errors='replace')}", retryable=False, status=reply.status)
 
     async def chat(
         self,
@@ -219,23 +227,47 @@ class GatewayClient(ModelClient):
         tools: Sequence[Mapping[str, Any]] | None = None,
         **params: Any,
     ) -> ChatResponse:
-        body: dict[str, Any] = {"model": self.endpoint.model, "messages": list(messages), **params}
-        if tools:
-            body["tools"] = list(tools)
+        reply = await self._send(messages, tools, params, stream=False)
         try:
-            status, data = await self.pool.call(self.endpoint.base_url, self.endpoint.api_key, self.via, body)
+            data = await asyncio.wait_for(reply.read(), self.pool.timeout)
         except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
-            raise ModelError(f"the run's model gateway at {self.endpoint.base_url} is unreachable: "
-                             f"{type(exc).__name__}: {exc}", retryable=False) from None
-        if status != 200 or not isinstance(data, dict) or not data.get("choices"):
-            error = data.get("error") if isinstance(data, dict) else None
-            message = error.get("message") if isinstance(error, dict) else str(data)[:500]
-            raise ModelError(str(message), retryable=False, status=status, fatal=status in FATAL_STATUSES)
-        choice = data["choices"][0]
-        usage = data.get("usage") or {}
-        return ChatResponse(
-            message=dict(choice.get("message") or {}),
-            model=str(data.get("model") or self.model),
-            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
-            finish_reason=str(choice.get("finish_reason") or "stop"),
-        )
+            raise self._unreachable(exc) from None
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            raise self._refused(reply, data) from None
+        if reply.status != 200 or not isinstance(answer, dict) or not ("response" in answer or "error" in answer):
+            raise self._refused(reply, data)
+        if "error" in answer:
+            raise client_calls.error_of(answer["error"])
+        return client_calls.response_of(answer["response"])
+
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        reply = await self._send(messages, tools, params, stream=True)
+        if reply.status != 200:
+            raise self._refused(reply, await reply.read())
+        pending = b""
+        chunks = reply.chunks()
+        try:
+            async for chunk in chunks:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    if not raw.strip():
+                        continue
+                    answer = json.loads(raw)
+                    if "error" in answer:
+                        raise client_calls.error_of(answer["error"])
+                    yield client_calls.event_of(answer["event"])
+        except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
+            raise self._unreachable(exc) from None
+        except ValueError:
+            raise self._refused(reply, pending) from None
+        finally:
+            await chunks.aclose()  # a caller that stops reading drops the call at the head

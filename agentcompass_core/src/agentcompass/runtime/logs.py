@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -66,6 +66,59 @@ def get_logger(**context: Any) -> RunLogger:
 def bound_run_logger(logger: Any) -> Iterator[None]:
     """Make ``logger`` (a structlog logger) the current run's logger within the block. Used by the runner."""
     token = _run_logger.set(logger)
+    try:
+        yield
+    finally:
+        _run_logger.reset(token)
+
+
+#: Levels :func:`forwarded_warnings` sends on.
+FORWARDED_LEVELS = ("warning", "error")
+
+
+class _Forwarding:
+    """A run logger that sends warnings and errors on and leaves the rest where it went before (and what is
+    logged while sending, as a head in this same process writing what it was sent)."""
+
+    def __init__(self, send: Callable[[str, str, dict[str, Any]], None], before: Any) -> None:
+        self._send, self._before = send, before
+        self._sending = False
+
+    def _forward(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        if self._sending:
+            self._pass(level, event, fields)
+            return
+        self._sending = True
+        try:
+            self._send(level, event, fields)
+        finally:
+            self._sending = False
+
+    def _pass(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        if self._before is not None:
+            getattr(self._before, level)(event, **fields)
+        elif _fallback.isEnabledFor(_LEVELS[level]):
+            _fallback.log(_LEVELS[level], "%s %s", event, fields)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._pass("debug", event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._pass("info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._forward("warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._forward("error", event, fields)
+
+
+@contextlib.contextmanager
+def forwarded_warnings(send: Callable[[str, str, dict[str, Any]], None]) -> Iterator[None]:
+    """Within the block (and the tasks it starts), warning and error events go to ``send(level, event,
+    fields)`` instead of the run's log; the rest go where they went. A remote worker uses it to send an
+    attempt's warnings to the head's ``logs.jsonl`` (:mod:`agentcompass.runtime.remote`)."""
+    token = _run_logger.set(_Forwarding(send, _run_logger.get()))
     try:
         yield
     finally:

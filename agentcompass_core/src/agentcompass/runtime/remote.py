@@ -8,11 +8,12 @@ from agentcompass.remote_worker import AttemptWorker
 from agentcompass.runtime.remote_attempts import (
     RemoteAttempt,
     RemoteGrant,
+    RemoteLog,
     RemoteOutcome,
     pack_dir,
     scrub_request,
     unpack_dir,
 )
 
-__all__ = ["AttemptWorker", "RemoteAttempt", "RemoteGrant", "RemoteOutcome", "pack_dir", "scrub_request",
+__all__ = ["AttemptWorker", "RemoteAttempt", "RemoteGrant", "RemoteLog", "RemoteOutcome", "pack_dir", "scrub_request",
            "unpack_dir"]

@@ -7,9 +7,10 @@ On the head, which keeps the run directory, the gateway and the provider credent
     ...                                                # ship it; on the worker:
     worker = AttemptWorker(sent.spec.request)          # plugins from the worker's installed entry points
     await worker.setup(specs)
-    returned = await worker.run(sent, on_transition)   # RemoteOutcome: outcome, artifacts, phase changes
-    ...                                                # each phase change, sent back as it happens:
+    returned = await worker.run(sent, on_transition, on_log)  # RemoteOutcome: outcome, artifacts, phases, logs
+    ...                                                # each phase change and warning, sent back as it happens:
     grant.phase(previous, new)                         # the head's observers hear it at once
+    grant.log(level, event, fields)                    # the run's logs.jsonl has it at once
     ...                                                # ship it back; on the head:
     attempts.report(grant.finish(returned))            # artifacts unpacked, trajectory and usage from the meter
 
@@ -26,7 +27,7 @@ import tarfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agentcompass.runtime.attempt_spec import AttemptOutcome, AttemptSpec
 from agentcompass.runtime.types import ModelEndpoint, RunRequest
@@ -46,13 +47,20 @@ class RemoteAttempt:
     source_artifacts: bytes | None = None
 
 
+#: A log event a worker's attempt raised: its level (``warning``, ``error``), its name and its fields (values
+#: JSON-able: others are sent as their ``str``).
+RemoteLog = tuple[str, str, dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class RemoteOutcome:
-    """What a worker sends back: the outcome, the attempt's artifacts (a tar archive) and its phase changes."""
+    """What a worker sends back: the outcome, the attempt's artifacts (a tar archive), its phase changes and the
+    warnings it logged, in order: each log as ``(phase changes before it, RemoteLog)``."""
 
     outcome: AttemptOutcome
     artifacts: bytes = b""
     transitions: tuple[tuple[str, str], ...] = ()
+    logs: tuple[tuple[int, RemoteLog], ...] = ()
 
 
 class RemoteGrant(Protocol):
@@ -68,10 +76,17 @@ class RemoteGrant(Protocol):
         observers hear it at once."""
         ...
 
+    def log(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        """A warning (or error) the worker's attempt logged while it runs (:data:`RemoteLog`), in order with
+        its phase changes: written to the run's ``logs.jsonl`` now, as a local attempt's is, and not again by
+        :meth:`finish`."""
+        ...
+
     def finish(self, remote: RemoteOutcome) -> AttemptOutcome:
         """The outcome to report: the worker's result, with the artifacts written into the run directory, the
-        phase changes not already told through :meth:`phase` replayed to observers, and the trajectory, usage
-        and budget refusals as the head's meter saw them (every model call went through the gateway here)."""
+        phase changes and warnings not already told through :meth:`phase` and :meth:`log` replayed, and the
+        trajectory, usage and budget refusals as the head's meter saw them (every model call went through the
+        gateway here)."""
         ...
 
     def fail(self, message: str, *, retryable: bool = True) -> AttemptOutcome:

@@ -52,6 +52,8 @@ class Connection:
     token_dir: str | None = None
     #: Runs of this process using it (a suite's cells share one): the last to close leaves.
     users: int = 1
+    #: The ``address`` option it was made for (None: a local instance).
+    address: str | None = None
 
     def close(self) -> None:
         import ray
@@ -93,6 +95,10 @@ def _private_token(connection: Connection) -> None:
         os.environ[key] = value
 
 
+def _where(address: str | None) -> str:
+    return f"the Ray cluster at {address}" if address else "a local Ray instance"
+
+
 def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -> Connection:
     """Connect to the cluster ``options.address`` names, or start a local instance with ``local_cpus``
     logical CPUs."""
@@ -100,6 +106,11 @@ def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -
 
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
         if _shared:  # another run of this process (a suite's cell) joined: share its membership
+            if _shared[0].address != options.address:
+                raise UsageError(
+                    f"this process already runs on {_where(_shared[0].address)}, not {_where(options.address)}: the "
+                    "cells of a suite with --executor ray share one cluster; give them all the same "
+                    "--executor-arg address")
             _shared[0].users += 1
             return _shared[0]
         return Connection(joined=False)
@@ -107,7 +118,7 @@ def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -
     # Under ``uv run`` Ray would ship the working directory to every worker and run them through uv; the
     # workers use the Python their node runs instead, with the plugins installed there.
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    connection = Connection(joined=False)
+    connection = Connection(joined=False, address=options.address)
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
                               "namespace": "agentcompass"}
     if options.address is None:

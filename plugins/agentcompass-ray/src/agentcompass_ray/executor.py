@@ -76,14 +76,18 @@ async def _settled(ref: Any) -> None:
         future.exception()  # retrieved: a cancelled task's error is expected
 
 
-async def _follow(stream: Any, grant: RemoteGrant) -> RemoteOutcome | None:
-    """Follow a remote attempt's stream: each phase change reaches the head's observers as it comes (in
-    order), then its outcome is returned (``None`` if the stream ended without one)."""
+async def _follow(stream: Any, grant: RemoteGrant, node: str) -> RemoteOutcome | None:
+    """Follow a remote attempt's stream: each phase change reaches the head's observers as it comes, and each
+    warning the run's log (naming ``node``, unless it does), in order; then its outcome is returned (``None``
+    if the stream ended without one)."""
     async for ref in stream:
         # Through a concurrent future: on a busy loop it resolves sooner than awaiting the ref itself.
         kind, value = await asyncio.wrap_future(ref.future())
         if kind == "phase":
             grant.phase(*value)
+        elif kind == "log":
+            level, event, fields = value
+            grant.log(level, event, {"node": node, **fields})
         else:
             return value
     return None
@@ -248,7 +252,7 @@ class RayExecutor(Executor):
             stream = actor.handle.run.options(num_returns="streaming").remote(grant.attempt)
             self._dispatched[actor.node.address] = self._dispatched.get(actor.node.address, 0) + 1
             try:
-                returned = await _follow(stream, grant)
+                returned = await _follow(stream, grant, actor.node.address)
             except asyncio.CancelledError:
                 grant.revoke()
                 ray.cancel(stream)

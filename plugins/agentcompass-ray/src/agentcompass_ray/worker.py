@@ -53,23 +53,26 @@ class NodeWorker:
         await self.worker.setup(environments)
 
     async def run(self, attempt: RemoteAttempt) -> AsyncIterator[tuple[str, Any]]:
-        """Run one attempt; a streaming generator (``num_returns="streaming"``): each phase change as it
-        happens, ``("phase", (previous, new))``, then ``("outcome", RemoteOutcome)``. Cancelling it cancels
-        the attempt's lifecycle and waits until its environments are closed."""
+        """Run one attempt; a streaming generator (``num_returns="streaming"``): each phase change and each
+        warning the attempt logs as it happens, in order — ``("phase", (previous, new))``, ``("log", (level,
+        event, fields))`` — then ``("outcome", RemoteOutcome)``. Cancelling it cancels the attempt's lifecycle
+        and waits until its environments are closed."""
         assert self.worker is not None, "setup first"
-        changes: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-        running = asyncio.ensure_future(self.worker.run(attempt, lambda prev, new: changes.put_nowait((prev, new))))
+        told: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        running = asyncio.ensure_future(self.worker.run(
+            attempt, lambda prev, new: told.put_nowait(("phase", (prev, new))),
+            lambda level, event, fields: told.put_nowait(("log", (level, event, fields)))))
         try:
-            while not running.done() or not changes.empty():
-                if changes.empty():
-                    waiting = asyncio.ensure_future(changes.get())
+            while not running.done() or not told.empty():
+                if told.empty():
+                    waiting = asyncio.ensure_future(told.get())
                     await asyncio.wait([running, waiting], return_when=asyncio.FIRST_COMPLETED)
                     if not waiting.done():
                         waiting.cancel()
                         continue
-                    yield "phase", waiting.result()
+                    yield waiting.result()
                 else:
-                    yield "phase", changes.get_nowait()
+                    yield told.get_nowait()
             outcome: RemoteOutcome = running.result()
             yield "outcome", outcome
         finally:
