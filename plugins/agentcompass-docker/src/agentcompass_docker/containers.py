@@ -30,7 +30,7 @@ from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException, NoSuchContainer
 
 from agentcompass_docker import _scripts, exec_dirs
-from agentcompass_docker.engine import START_HINT, Engine, detail
+from agentcompass_docker.engine import Engine, detail, start_hint
 from agentcompass_docker.options import DockerOptions
 
 log = get_logger(plugin="docker")
@@ -70,6 +70,11 @@ def owner_state(label: str, exec_dir: str = "") -> tuple[str, int | None]:
     if recorded is not None and isinstance(recorded.get("pid"), int):
         return ("alive" if owner_alive(recorded) else "gone"), recorded["pid"]
     return "unknown", None
+
+
+def label_field(engine: str, label: str) -> str:
+    """The ``ps --format`` template of one label's value: Docker's ``.Label`` function, or Podman's map."""
+    return f'{{{{index .Labels "{label}"}}}}' if engine == "podman" else f'{{{{.Label "{label}"}}}}'
 
 
 @functools.cache
@@ -172,7 +177,8 @@ def plan_container(
         name=name,
         labels=labels,
         envs=envs,
-        workdir=spec.workdir,
+        # Podman, unlike Docker, refuses a --workdir the image lacks: the provider makes it after the start.
+        workdir=spec.workdir if options.engine == "docker" else None,
         user=main_user,
         networks=[options.network if spec.network else "none"],
         memory=memory,
@@ -204,7 +210,9 @@ def run_arguments(plan: ContainerPlan) -> list[str]:
         args += ["--label", f"{key}={value}"]
     for key, value in c["envs"].items():
         args += ["--env", f"{key}={value}"]
-    args += ["--workdir", c["workdir"], "--user", c["user"]]
+    if c["workdir"] is not None:
+        args += ["--workdir", c["workdir"]]
+    args += ["--user", c["user"]]
     for network in c["networks"]:
         args += ["--network", network]
     if c["memory"] is not None:
@@ -403,14 +411,16 @@ class Containers:
         filters = ["--filter", f"label={LABEL_MANAGED}=1"]
         if run_id:
             filters += ["--filter", f"label={LABEL_RUN}={run_id}"]
-        fields = ["{{.ID}}", "{{.Names}}", *('{{.Label "' + label + '"}}' for label in (LABEL_RUN, LABEL_OWNER,
-                                                                                     LABEL_EXEC_DIR))]
+        fields = ["{{.ID}}", "{{.Names}}", *(label_field(self.engine.name, label)
+                                             for label in (LABEL_RUN, LABEL_OWNER, LABEL_EXEC_DIR))]
         listing = ["ps", "--all", "--no-trunc", "--format", "\t".join(fields), *filters]
         try:
             rows = [(line.split("\t") + [""] * 5)[:5]
                     for line in self.engine.cli(listing, self.timeout).splitlines() if line.strip()]
         except (DockerException, EnvironmentUnavailable) as exc:
-            raise EnvironmentUnavailable(f"cannot list containers ({detail(exc)}); {START_HINT}.") from None
+            raise EnvironmentUnavailable(
+                f"cannot list containers ({detail(exc)}); {start_hint(self.engine.name)}."
+            ) from None
         skipped = []
         if not owned_too:
             kept = []

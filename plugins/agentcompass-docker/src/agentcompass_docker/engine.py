@@ -1,5 +1,9 @@
-"""The connection to the Docker engine: the python-on-whales client, the thread pool its (blocking) calls run
-in, and what the engine's errors mean.
+"""The connection to the Docker engine (or Podman, ``--env-arg engine=podman``): the python-on-whales client,
+the thread pool its (blocking) calls run in, and what the engine's errors mean.
+
+Podman takes the same CLI arguments for everything the provider does, so the one difference here is the
+program python-on-whales runs (and, at the engine check, how its cgroup manager is asked for and the hint
+given when it does not answer).
 
 python-on-whales runs the ``docker`` CLI synchronously, so every call goes through :meth:`Engine.submit`:
 a worker thread, with the caller's context variables (so the run's logger still applies there).
@@ -43,6 +47,16 @@ START_HINT = (
     "docker`; on Debian, agentcompass's .ci/docker-up.sh does both as root), and check DOCKER_HOST (or --env-arg "
     "host=URL)"
 )
+PODMAN_HINT = (
+    "install Podman as https://podman.io/docs/installation says (on Debian, agentcompass's .ci/podman-up.sh "
+    "does it as root), check that `podman info` answers as this user, and check CONTAINER_HOST (or --env-arg "
+    "host=URL)"
+)
+
+
+def start_hint(engine: str) -> str:
+    """How to get ``engine`` (``docker`` or ``podman``) to answer."""
+    return PODMAN_HINT if engine == "podman" else START_HINT
 
 #: Words of the engine's error messages that mean the container is gone (or cannot run anything now).
 _GONE = ("no such container", "is not running", "is restarting", "is paused", "marked for removal")
@@ -77,11 +91,11 @@ def file_error(path: str, stderr: str) -> OSError:
     return OSError(errno.EIO, message, path)
 
 
-def _client_call() -> list[str]:
-    docker = shutil.which("docker")
+def _client_call(program: str = "docker") -> list[str]:
+    docker = shutil.which(program)
     setsid = shutil.which("setsid")
     if docker is None or setsid is None:
-        return ["docker"]  # python-on-whales reports a missing docker CLI itself
+        return [program]  # python-on-whales reports a missing CLI itself
     # A child of Popen never leads its process group, so setsid execs docker directly (no fork): the exit
     # status and the output are docker's own.
     return [setsid, docker]
@@ -92,7 +106,10 @@ class Engine:
 
     def __init__(self, options: DockerOptions) -> None:
         self.threads = options.threads
-        self.docker = DockerClient(host=options.host, context=options.context, client_call=_client_call())
+        #: ``docker`` or ``podman``: the CLI every call runs.
+        self.name = options.engine
+        self.docker = DockerClient(host=options.host, context=options.context, client_call=_client_call(self.name),
+                                   client_type="podman" if self.name == "podman" else "docker")
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._background: set[Future[Any]] = set()
@@ -188,14 +205,26 @@ class Engine:
             await asyncio.wait_for(self.call(self._ping), ENGINE_CHECK_TIMEOUT)
         except TimeoutError:
             raise EnvironmentUnavailable(
-                f"the Docker engine did not answer within {ENGINE_CHECK_TIMEOUT:.0f} s; {START_HINT}."
+                f"the {self.title} engine did not answer within {ENGINE_CHECK_TIMEOUT:.0f} s; "
+                f"{start_hint(self.name)}."
             ) from None
+
+    @property
+    def title(self) -> str:
+        """The engine as a message names it: ``Docker`` or ``Podman``."""
+        return self.name.capitalize()
 
     def _ping(self) -> None:
         try:
-            self.cgroup_driver = str(self.docker.system.info().cgroup_driver or "")
+            if self.name == "podman":  # its `info` is not Docker's: ask for the one field
+                command = [*self.docker.client_config.docker_cmd, "info", "--format", "{{.Host.CgroupManager}}"]
+                self.cgroup_driver = str(_docker_run(command)).strip()
+            else:
+                self.cgroup_driver = str(self.docker.system.info().cgroup_driver or "")
         except (DockerException, ClientNotFoundError) as exc:
-            raise EnvironmentUnavailable(f"no Docker engine answers ({detail(exc)}); {START_HINT}.") from None
+            raise EnvironmentUnavailable(
+                f"no {self.title} engine answers ({detail(exc)}); {start_hint(self.name)}."
+            ) from None
         except Exception as exc:  # an answer python-on-whales cannot parse is still an answer
             log.debug("docker.info_unparsed", error=describe(exc)[:200])
         self.answered = True

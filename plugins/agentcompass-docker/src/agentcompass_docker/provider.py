@@ -254,9 +254,9 @@ class DockerProvider(EnvironmentProvider):
         container_id = await self._create(plan, task_id)
         session = DockerSession(self, plan, container_id=container_id, spec=spec, task_id=task_id)
         self._sessions[container_id] = session
-        if not is_root(plan.user):
+        if self._needs_workdir(plan):
             try:
-                await self.engine.call(self._make_writable, container_id, spec.workdir)
+                await self.engine.call(self._make_workdir, container_id, spec.workdir, plan.user)
             except BaseException:
                 await self.close(session)
                 raise
@@ -355,8 +355,8 @@ class DockerProvider(EnvironmentProvider):
             )
             container_id = await self._create(plan, task_id, in_flight)
             created = loop.time()
-            if not is_root(plan.user):
-                await self.engine.call(self._make_writable, container_id, spec.workdir)
+            if self._needs_workdir(plan):
+                await self.engine.call(self._make_workdir, container_id, spec.workdir, plan.user)
             fallback, pid, namespace = await self._wait_ready(container_id, plan.name, exec_dir)
             if fallback is not None:
                 self._log_fallback(image.ref, fallback)
@@ -381,12 +381,21 @@ class DockerProvider(EnvironmentProvider):
         log.debug("docker.pool_ready", container=started.plan.name)
         return started
 
-    def _make_writable(self, container_id: str, workdir: str) -> None:
-        """Let a non-root session user write the working directory (a ``docker exec`` as root)."""
+    def _needs_workdir(self, plan: ContainerPlan) -> bool:
+        """Whether the working directory needs a ``docker exec`` as root after the start: for a non-root
+        session user (to make it writable), and on Podman, which is not given ``--workdir`` (it would refuse
+        one the image lacks, where Docker creates it)."""
+        return not is_root(plan.user) or plan.create["workdir"] is None
+
+    def _make_workdir(self, container_id: str, workdir: str, user: str) -> None:
+        """Create the working directory (as Docker's ``--workdir`` does) and let a non-root session user write
+        it (a ``docker exec`` as root). On Podman this one call runs ``--privileged`` (every capability, for
+        this process only): the container's root may have none (``hardened``), and Podman leaves the image's
+        own mode on ``/`` (an imported root file system may have it 0700), where Docker shows 0755."""
+        script = _scripts.MAKE_WORKDIR if is_root(user) else _scripts.MAKE_WRITABLE
         with contextlib.suppress(DockerException):
-            self.engine.docker.container.execute(
-                container_id, ["sh", "-c", _scripts.MAKE_WRITABLE, "ac-init", workdir], user="0"
-            )
+            self.engine.docker.container.execute(container_id, ["sh", "-c", script, "ac-init", workdir], user="0",
+                                                 privileged=self.engine.name == "podman")
 
     async def _wait_ready(self, container_id: str, name: str, exec_dir: str) -> tuple[str | None, int, str]:
         """Wait until the exec server answers (``(None, its pid, its pid namespace)``), or it says it cannot run
