@@ -29,10 +29,23 @@ from tests.helpers.docker_engine import (
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture(params=ENGINES)
-def container_engine(request: pytest.FixtureRequest) -> str:
-    """Every provider test here runs on Docker and on Podman (``--env-arg engine=podman``)."""
-    return str(request.param)
+#: Tests that also run on Podman with ``exec=docker`` (one ``podman exec`` per call: the fallback path, and slow on
+#: Podman); every other test runs there on the default ``exec=server`` only, which keeps the Podman group fast.
+PODMAN_EXEC_DOCKER = {"test_exec_env_cwd_and_errors", "test_timeout_kills_the_whole_tree", "test_upload_and_download_trees"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every provider test here runs on Docker (both exec paths) and on Podman (``--env-arg engine=podman``)."""
+    if "container_engine" not in metafunc.fixturenames or "exec_mode" not in metafunc.fixturenames:
+        return
+    modes = ["server", "docker"]
+    podman = modes if metafunc.function.__name__ in PODMAN_EXEC_DOCKER else ["server"]
+    engine, on_podman = ENGINES
+    metafunc.parametrize(
+        ("container_engine", "exec_mode"),
+        [pytest.param(engine, mode, id=f"{engine}-{mode}") for mode in modes]
+        + [pytest.param(*on_podman.values, mode, marks=on_podman.marks, id=f"podman-{mode}") for mode in podman],
+    )
 
 
 def _running(session, needle: str):  # type: ignore[no-untyped-def]

@@ -296,13 +296,25 @@ class Containers:
                 self._creating -= 1
                 self._cond.notify_all()
 
+    def _probe_start(self, name: str) -> bool:
+        """``docker start NAME`` for :meth:`Engine.cli`'s probe: False while no container has that name yet (a
+        slow create: rootless Podman on ``vfs`` copies the image for every container), so it is asked again;
+        another failure raises :class:`DockerException`."""
+        try:
+            self.engine.cli(["start", name], self.timeout)
+        except DockerException as exc:
+            if "no such container" in detail(exc).lower() or "no container with name" in detail(exc).lower():
+                return False
+            raise
+        return True
+
     def _create_and_start(self, plan: ContainerPlan) -> str:
         """``docker run --detach``: create and start in one CLI call (a CLI process costs the engine's host
         tens of milliseconds of CPU, which counts when many containers start at once)."""
         try:
             # ``--rm``: a start the daemon refused leaves the CLI waiting (for a removal that never comes); asking
             # `docker start` of a slow one tells (it fails the same way at once) and ends the wait.
-            probe = functools.partial(self.engine.cli, ["start", plan.name], self.timeout) if plan.autoremove else None
+            probe = functools.partial(self._probe_start, plan.name) if plan.autoremove else None
             output = self.engine.cli(run_arguments(plan), self.start_timeout, probe=probe)
         except (DockerException, EnvironmentUnavailable) as exc:
             self.remove_quietly(plan.name)  # a created container that did not start may exist under its name

@@ -117,6 +117,8 @@ class Engine:
         self.answered = False
         #: The engine's cgroup driver (``cgroupfs``, ``systemd``), once :meth:`check` has asked; "" if unknown.
         self.cgroup_driver = ""
+        #: Whether the engine runs rootless (Podman as a non-root user; Docker's rootless mode), once asked.
+        self.rootless = False
 
     # -- threads ---------------------------------------------------------------------------------------
 
@@ -180,7 +182,8 @@ class Engine:
 
         ``probe``: called once when the CLI has run :data:`PROBE_AFTER` seconds; if it raises
         :class:`DockerException`, the CLI is killed and that raised (``docker run --rm`` whose start failed
-        waits for a removal that never comes); if the CLI then still runs :data:`PROBE_GRACE` seconds more,
+        waits for a removal that never comes); if it returns False (nothing to tell yet), it is called again
+        :data:`PROBE_AFTER` seconds later; otherwise, if the CLI still runs :data:`PROBE_GRACE` seconds more,
         it is killed and a :class:`DockerException` raised."""
         command = [str(part) for part in self.docker.client_config.docker_cmd] + list(args)
         try:
@@ -216,11 +219,15 @@ class Engine:
 
     def _ping(self) -> None:
         try:
-            if self.name == "podman":  # its `info` is not Docker's: ask for the one field
-                command = [*self.docker.client_config.docker_cmd, "info", "--format", "{{.Host.CgroupManager}}"]
-                self.cgroup_driver = str(_docker_run(command)).strip()
+            if self.name == "podman":  # its `info` is not Docker's: ask for the two fields
+                command = [*self.docker.client_config.docker_cmd, "info", "--format",
+                           "{{.Host.CgroupManager}} {{.Host.Security.Rootless}}"]
+                driver, _, rootless = str(_docker_run(command)).strip().partition(" ")
+                self.cgroup_driver, self.rootless = driver, rootless.strip() == "true"
             else:
-                self.cgroup_driver = str(self.docker.system.info().cgroup_driver or "")
+                info = self.docker.system.info()
+                self.cgroup_driver = str(info.cgroup_driver or "")
+                self.rootless = any("rootless" in str(option) for option in info.security_options or ())
         except (DockerException, ClientNotFoundError) as exc:
             raise EnvironmentUnavailable(
                 f"no {self.title} engine answers ({detail(exc)}); {start_hint(self.name)}."
@@ -239,6 +246,7 @@ def _run_probed(command: list[str], timeout: float, probe: Callable[[], object])
     after ``timeout``."""
     started = time.monotonic()
     probed: float | None = None
+    probe_at = started + PROBE_AFTER
     with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         while True:
             try:
@@ -248,10 +256,11 @@ def _run_probed(command: list[str], timeout: float, probe: Callable[[], object])
                 pass
             now = time.monotonic()
             failure = b""
-            if probed is None and now - started >= PROBE_AFTER:
+            if probed is None and now >= probe_at:
                 probed = now
                 try:
-                    probe()
+                    if probe() is False:  # nothing to tell yet: ask again later
+                        probed, probe_at = None, now + PROBE_AFTER
                 except DockerException as exc:
                     failure = detail(exc).encode() or b"docker start failed"
                 except Exception:  # no answer from the probe: the CLI may still end on its own

@@ -198,7 +198,8 @@ class DockerProvider(EnvironmentProvider):
         ``cgroup_parent=auto`` by the engine's cgroup driver."""
         await self.engine.check()
         if self.options.cgroup_parent == "auto":
-            parent = "/" if self.engine.cgroup_driver == "cgroupfs" else ""
+            # A rootless engine (Podman as a non-root user) cannot make a cgroup at the root: its default then.
+            parent = "/" if self.engine.cgroup_driver == "cgroupfs" and not self.engine.rootless else ""
             self.options = dataclasses.replace(self.options, cgroup_parent=parent)
 
     def image_for(self, spec: EnvironmentSpec) -> asyncio.Future[ImageInfo]:
@@ -297,10 +298,17 @@ class DockerProvider(EnvironmentProvider):
     async def _server_unusable(self, image: ImageInfo, spec: EnvironmentSpec) -> str | None:
         """Why the exec server cannot serve this spec's user from this host (then ``docker exec``), or None."""
         uid, _ = await self._uid_gid(image, spec)
-        if os.geteuid() in (0, uid):
+        if os.geteuid() in (0, self._host_ids(uid, None)[0]):
             return None
         return (f"the session's user (uid {uid}) could not use a socket directory of this host's user "
                 f"(uid {os.geteuid()}); run agentcompass as root or as uid {uid}")
+
+    def _host_ids(self, uid: int, gid: int | None) -> tuple[int, int | None]:
+        """The host's ids of a container's uid and gid: the same, except on a rootless engine, whose container
+        root is the host's user (the socket directory is then this user's own)."""
+        if self.engine.rootless and uid == 0:
+            return os.geteuid(), os.getegid()
+        return uid, gid
 
     def _uid_gid(self, image: ImageInfo, spec: EnvironmentSpec) -> asyncio.Future[tuple[int, int | None]]:
         """The numeric uid (and gid, if known) of the session's user, looked up in the image's /etc/passwd
@@ -338,7 +346,7 @@ class DockerProvider(EnvironmentProvider):
         a pool container. Nothing is left behind on failure or cancellation."""
         loop = asyncio.get_running_loop()
         image = await self.image_for(spec)
-        uid, gid = await self._uid_gid(image, spec)
+        uid, gid = self._host_ids(*await self._uid_gid(image, spec))
         exec_dir = await self.engine.call(exec_dirs.make_exec_dir, run_id, uid, gid, await self.server_binary())
         self._exec_dirs.add(exec_dir)
         began = loop.time()
