@@ -89,3 +89,11 @@ async def test_a_rootless_engines_root_owns_the_socket_directory_as_this_user() 
         assert provider._host_ids(0, 0) == (0, 0)
     finally:
         provider.engine.shutdown()
+
+
+def test_env_prune_takes_the_runs_env_args_and_refuses_a_bad_one_in_one_line() -> None:
+    from tests.helpers.cli_processes import run_cli_subprocess
+
+    bad = run_cli_subprocess("env", "prune", "--env-arg", "engine=nerdctl", testing=False)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip() == "Error: docker environment option engine='nerdctl': expected one of docker, podman"
