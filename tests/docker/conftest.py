@@ -10,17 +10,34 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 import pytest
 from agentcompass.runtime import EnvironmentDemand, EnvironmentSpec
 
-from tests.helpers.docker_engine import IMAGE, require_engine, run_containers
+from tests.helpers.docker_engine import IMAGE, client, require_engine, run_containers
+
+if TYPE_CHECKING:
+    from python_on_whales import DockerClient
 
 
 @pytest.fixture
-def docker_available() -> None:
-    """Skips the test (with a one-line reason) unless a Docker engine with the test image answers."""
-    require_engine()
+def container_engine() -> str:
+    """The engine the provider runs on (``--env-arg engine=``): ``docker``; a module that runs on Podman too
+    overrides it (:data:`tests.helpers.docker_engine.ENGINES`)."""
+    return "docker"
+
+
+@pytest.fixture
+def docker_available(container_engine: str) -> None:
+    """Skips the test (with a one-line reason) unless the engine with the test image answers."""
+    require_engine(container_engine)
+
+
+@pytest.fixture
+def cli(container_engine: str) -> DockerClient:
+    """The test's own python-on-whales client, on the provider's engine (to look at what the provider made)."""
+    return client(container_engine)
 
 
 @pytest.fixture
@@ -40,7 +57,9 @@ def exec_mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def make_provider(engine: None, run_id: str, exec_mode: str) -> AsyncIterator[Callable[..., object]]:
+async def make_provider(
+    engine: None, run_id: str, exec_mode: str, container_engine: str
+) -> AsyncIterator[Callable[..., object]]:
     """``make_provider(*specs, concurrency=1, max_environments=None, **options)``: a set-up and planned
     DockerProvider for this test's run (torn down after it), on the test's exec path unless ``exec=`` is given."""
     from agentcompass_docker.provider import DockerProvider
@@ -52,7 +71,7 @@ async def make_provider(engine: None, run_id: str, exec_mode: str) -> AsyncItera
     ) -> DockerProvider:
         """Set up for ``specs`` (one open each, in order) and plan as the runner does (the demand: those
         opens, ``concurrency``, ``max_environments``)."""
-        provider = DockerProvider(**{"exec": exec_mode, **options})
+        provider = DockerProvider(**{"exec": exec_mode, "engine": container_engine, **options})
         opens = list(specs) or [EnvironmentSpec(image=IMAGE)]
         await provider.setup(list({id(s): s for s in opens}.values()), run_id=run_id)
         await provider.plan(EnvironmentDemand(tuple(opens), concurrency=concurrency, max_environments=max_environments))
@@ -63,7 +82,7 @@ async def make_provider(engine: None, run_id: str, exec_mode: str) -> AsyncItera
     for provider in providers:
         await provider.teardown()
     if not any(p.options.keep for p in providers):
-        assert run_containers(run_id) == [], "containers of the test's run are left after teardown"
+        assert run_containers(run_id, container_engine) == [], "containers of the test's run are left after teardown"
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli_processes import ROOT, run_cli_subprocess
-from tests.helpers.docker_engine import host_processes_mentioning, run_containers, wait_until
+from tests.helpers.docker_engine import host_processes_mentioning, require_engine, run_containers, wait_until
 
 pytestmark = pytest.mark.docker
 
@@ -40,8 +41,8 @@ def _start_run(output: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_containers(output: Path, proc: subprocess.Popen[str], timeout: float = 60) -> str:
-    """The run's id, once at least one of its containers exists."""
+def _wait_for_containers(output: Path, proc: subprocess.Popen[str], timeout: float = 60, engine: str = "docker") -> str:
+    """The run's id, once at least one of its containers exists (on ``engine``)."""
 
     def run_id_with_containers() -> str | None:
         assert proc.poll() is None, proc.communicate()
@@ -50,7 +51,7 @@ def _wait_for_containers(output: Path, proc: subprocess.Popen[str], timeout: flo
             return None
         with open(run_json) as f:
             run_id = json.load(f)["run_id"]
-        return run_id if run_containers(run_id) else None
+        return run_id if run_containers(run_id, engine) else None
 
     run_id = wait_until(run_id_with_containers, timeout, "the run started a container")
     assert run_id is not None
@@ -192,3 +193,44 @@ def test_env_prune_keeps_the_containers_of_a_live_process_and_says_so(engine) ->
     finally:
         for container in made.values():
             docker.container.remove(container, force=True, volumes=True) if container.exists() else None
+
+
+# -- on Podman (--env-arg engine=podman) ------------------------------------------------------------------------
+
+
+@pytest.mark.podman
+def test_example_interactive_runs_on_podman_and_env_prune_cleans_a_killed_run(tmp_path: Path) -> None:
+    """The run above, on Podman: the runner inside each network-less container reaches the gateway, a pool of 2
+    serves the tasks, nothing is left; then a SIGKILLed run's containers and socket directories are removed by
+    ``env prune --env-arg engine=podman``."""
+    require_engine("podman")
+    out = tmp_path / "run"
+    proc = run_cli_subprocess("run", "example_interactive", "none", "mock", "--env", "docker", "--env-arg",
+                              "engine=podman", "-c", "2", "-o", str(out), "--json", testing=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["status_counts"] == {"COMPLETED": summary["n_tasks"]} and summary["n_tasks"] > 0
+    calls = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert calls and all(call["via"] == "gateway" for call in calls if call.get("role") == "agent")
+    events = [json.loads(line).get("event") for line in (out / "logs.jsonl").read_text().splitlines()]
+    assert "docker.pool_planned" in events
+    assert run_containers(summary["run_id"], "podman") == [] and _exec_dirs_of(summary["run_id"]) == []
+
+    killed = tmp_path / "killed"
+    proc2 = _start_run(killed, "--env-arg", "engine=podman", "-c", "4")
+    try:
+        run_id = _wait_for_containers(killed, proc2, engine="podman")
+    finally:
+        os.killpg(proc2.pid, signal.SIGKILL)
+        proc2.wait()
+    wait_until(lambda: not host_processes_mentioning(run_id), 60, "no podman call of the killed run is in flight")
+    left = len(run_containers(run_id, "podman"))
+    assert left > 0 and _exec_dirs_of(run_id)
+    pruned = run_cli_subprocess("env", "prune", "--env", "docker", "--env-arg", "engine=podman", "--run-id", run_id,
+                                testing=False)
+    assert pruned.returncode == 0, pruned.stderr
+    # A container whose task had ended may still be on its way out (Podman removes an ended `--rm` container
+    # a moment later than Docker): prune counts what it found.
+    removed = re.search(rf"removed (\d+) docker environment\(s\) of run {run_id}", pruned.stdout)
+    assert removed and 0 < int(removed[1]) <= left, pruned.stdout
+    assert run_containers(run_id, "podman") == [] and _exec_dirs_of(run_id) == []

@@ -15,11 +15,37 @@ from agentcompass.errors import EnvironmentUnavailable, InfrastructureError
 from agentcompass.runtime import EnvironmentSpec, PruneReport
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from python_on_whales import docker
 
-from tests.helpers.docker_engine import IMAGE, PS, container_ps, run_containers, wait_until, wait_until_async
+from tests.helpers.docker_engine import (
+    ENGINES,
+    IMAGE,
+    PS,
+    container_ps,
+    run_containers,
+    wait_until,
+    wait_until_async,
+)
 
 pytestmark = pytest.mark.docker
+
+
+#: Tests that also run on Podman with ``exec=docker`` (one ``podman exec`` per call: the fallback path, and slow on
+#: Podman); every other test runs there on the default ``exec=server`` only, which keeps the Podman group fast.
+PODMAN_EXEC_DOCKER = {"test_exec_env_cwd_and_errors", "test_timeout_kills_the_whole_tree", "test_upload_and_download_trees"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every provider test here runs on Docker (both exec paths) and on Podman (``--env-arg engine=podman``)."""
+    if "container_engine" not in metafunc.fixturenames or "exec_mode" not in metafunc.fixturenames:
+        return
+    modes = ["server", "docker"]
+    podman = modes if metafunc.function.__name__ in PODMAN_EXEC_DOCKER else ["server"]
+    engine, on_podman = ENGINES
+    metafunc.parametrize(
+        ("container_engine", "exec_mode"),
+        [pytest.param(engine, mode, id=f"{engine}-{mode}") for mode in modes]
+        + [pytest.param(*on_podman.values, mode, marks=on_podman.marks, id=f"podman-{mode}") for mode in podman],
+    )
 
 
 def _running(session, needle: str):  # type: ignore[no-untyped-def]
@@ -69,12 +95,15 @@ async def test_exec_env_cwd_and_errors(make_provider, run_id) -> None:
         await provider.close(session)
 
 
-async def test_isolation_defaults(session) -> None:
-    info = docker.container.inspect(session.container_id)
+async def test_isolation_defaults(session, cli, container_engine) -> None:
+    info = cli.container.inspect(session.container_id)
     host = info.host_config
     assert host.network_mode == "none"
     assert host.privileged is False
-    assert [c.upper().removeprefix("CAP_") for c in host.cap_drop] == ["ALL"]
+    if container_engine == "docker":  # Podman lists every capability it dropped instead
+        assert [c.upper().removeprefix("CAP_") for c in host.cap_drop] == ["ALL"]
+    caps = (await session.exec(["grep", "-E", "^Cap(Eff|Prm|Bnd):", "/proc/self/status"])).stdout.split()
+    assert caps[1::2] == ["0" * 16] * 3, caps
     assert "no-new-privileges" in (host.security_opt or [])
     assert host.memory == 2 * 1024**3 and host.memory_swap == host.memory
     assert host.nano_cpus == 1_000_000_000 and host.pids_limit == 512
@@ -94,17 +123,19 @@ async def test_isolation_defaults(session) -> None:
     assert chown.returncode != 0 and "not permitted" in chown.stderr
 
 
-async def test_options_override_the_specs_limits(make_provider, run_id) -> None:
+async def test_options_override_the_specs_limits(make_provider, run_id, cli) -> None:
     provider = await make_provider(memory="256m", cpus="0.5", pids_limit="64")
     session = await provider.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="limits", base_env={})
     try:
-        host = docker.container.inspect(session.container_id).host_config
+        host = cli.container.inspect(session.container_id).host_config
         assert (host.memory, host.nano_cpus, host.pids_limit) == (256 * 1024**2, 500_000_000, 64)
     finally:
         await provider.close(session)
 
 
-async def test_containers_compete_for_cpu_as_host_processes_do(make_provider, run_id) -> None:
+async def test_containers_compete_for_cpu_as_host_processes_do(
+    make_provider, run_id, cli, container_engine
+) -> None:
     # Under the engine's /docker cgroup all containers together weigh as much as one host process (cgroupfs
     # driver): on a busy host their commands wait for CPU far longer than --env local's. So by default each
     # container's cgroup sits at the root; cgroup_parent= (empty) keeps the engine's default.
@@ -116,11 +147,12 @@ async def test_containers_compete_for_cpu_as_host_processes_do(make_provider, ru
         provider = await make_provider(**options)
         session = await provider.open(spec, run_id=run_id, task_id="cgroup", base_env={})
         try:
-            said = str(docker.container.inspect(session.container_id).host_config.cgroup_parent or "")
+            said = str(cli.container.inspect(session.container_id).host_config.cgroup_parent or "")
             assert said.removeprefix(".") == parent, said  # python-on-whales reads "" as the path "."
             cpu = next(line for line in (await session.exec(["cat", "/proc/1/cgroup"])).stdout.splitlines()
                    if line.split(":")[1] in ("cpu,cpuacct", "cpu", "")).split(":")[2]
-            assert cpu.startswith("/docker/") == (parent == ""), cpu
+            default = {"docker": "/docker/", "podman": "/libpod_parent/"}[container_engine]  # the engine's group
+            assert cpu.startswith(default) == (parent == ""), cpu
         finally:
             await provider.close(session)
 
@@ -301,7 +333,7 @@ async def test_read_only_root_and_non_root_user(make_provider, run_id, tmp_path:
         await provider.close(session)
 
 
-async def test_dockerfile_image_built_once_and_cached_by_hash(make_provider, run_id, tmp_path: Path) -> None:
+async def test_dockerfile_image_built_once_and_cached_by_hash(make_provider, run_id, tmp_path: Path, cli) -> None:
     context = tmp_path / "ctx"
     context.mkdir()
     nonce = secrets.token_hex(8)  # a new context, so the first build really builds
@@ -337,7 +369,7 @@ async def test_dockerfile_image_built_once_and_cached_by_hash(make_provider, run
         assert third.builds == 1 and len(set(tags)) == 3
     finally:
         for built in tags:
-            docker.image.remove(built, force=True)
+            cli.image.remove(built, force=True)
 
 
 async def test_broken_dockerfile_fails_its_opens_and_missing_image_stops_setup(make_provider, tmp_path: Path) -> None:
@@ -350,13 +382,13 @@ async def test_broken_dockerfile_fails_its_opens_and_missing_image_stops_setup(m
         await make_provider(EnvironmentSpec(image="no-such-image-agentcompass:1"))
 
 
-async def test_labels_and_nothing_left_after_close(provider, run_id) -> None:
+async def test_labels_and_nothing_left_after_close(provider, run_id, cli, container_engine) -> None:
     spec = EnvironmentSpec(image=IMAGE)
     sessions = await asyncio.gather(
         *(provider.open(spec, run_id=run_id, task_id=f"task/{i}", base_env={}) for i in range(3))
     )
-    assert len(run_containers(run_id)) == 3
-    labels = docker.container.inspect(sessions[1].container_id).config.labels
+    assert len(run_containers(run_id, container_engine)) == 3
+    labels = cli.container.inspect(sessions[1].container_id).config.labels
     assert labels["agentcompass.managed"] == "1"
     assert labels["agentcompass.run_id"] == run_id
     assert labels["agentcompass.task_id"] == "task/1"
@@ -364,40 +396,42 @@ async def test_labels_and_nothing_left_after_close(provider, run_id) -> None:
     assert [r.stdout for r in results] == ["task/0\n", "task/1\n", "task/2\n"]
     await asyncio.gather(*(provider.close(s) for s in sessions))
     await provider.drain()  # removal runs in the background after close
-    assert run_containers(run_id) == []
+    assert run_containers(run_id, container_engine) == []
     await provider.close(sessions[0])  # idempotent
     with pytest.raises(InfrastructureError):
         await sessions[0].exec(["true"])
 
 
-async def test_close_can_wait_for_removal(make_provider, run_id) -> None:
+async def test_close_can_wait_for_removal(make_provider, run_id, container_engine) -> None:
     strict = await make_provider(removal_backlog="0")
     session = await strict.open(EnvironmentSpec(image=IMAGE), run_id=run_id, task_id="strict", base_env={})
     await strict.close(session)
-    assert run_containers(run_id) == []
+    assert run_containers(run_id, container_engine) == []
 
 
-async def test_prune_removes_leftovers(make_provider, run_id) -> None:
+async def test_prune_removes_leftovers(make_provider, run_id, container_engine) -> None:
     kept = await make_provider(keep="true")
     spec = EnvironmentSpec(image=IMAGE)
     for i in range(2):
         await kept.close(await kept.open(spec, run_id=run_id, task_id=f"k{i}", base_env={}))
-    assert len(run_containers(run_id)) == 2  # keep=true left them
+    assert len(run_containers(run_id, container_engine)) == 2  # keep=true left them
     assert await kept.prune(run_id="some-other-run") == PruneReport(0)
     # This process made them and still runs: prune keeps them and says why (issue 32, item 6).
     report = await kept.prune(run_id=run_id)
     assert report.removed == 0 and len(report.skipped) == 2
     assert all(f"of run {run_id}: its process (pid {os.getpid()}) still runs" in line for line in report.skipped)
-    assert len(run_containers(run_id)) == 2
+    assert len(run_containers(run_id, container_engine)) == 2
     assert kept.containers.prune(run_id, owned_too=True).removed == 2  # the run's own sweep removes them
-    assert run_containers(run_id) == []
+    assert run_containers(run_id, container_engine) == []
 
 
-async def test_close_and_cancellation_leave_nothing(provider, run_id) -> None:
+async def test_close_and_cancellation_leave_nothing(provider, run_id, container_engine) -> None:
     spec = EnvironmentSpec(image=IMAGE)
     opening = asyncio.create_task(provider.open(spec, run_id=run_id, task_id="cancelled", base_env={}))
     # Cancel while the engine creates the container (or, on a fast engine, right after the open returned).
-    await asyncio.to_thread(wait_until, lambda: run_containers(run_id) or opening.done(), 60, "the create began")
+    await asyncio.to_thread(
+        wait_until, lambda: run_containers(run_id, container_engine) or opening.done(), 60, "the create began"
+    )
     opening.cancel()
     try:
         await provider.close(await opening)
@@ -414,14 +448,14 @@ async def test_close_and_cancellation_leave_nothing(provider, run_id) -> None:
     task = asyncio.create_task(attempt())
 
     def sleeping() -> bool:
-        return any("sleep 1000" in container_ps(c) for c in run_containers(run_id))
+        return any("sleep 1000" in container_ps(c, container_engine) for c in run_containers(run_id, container_engine))
 
     await asyncio.to_thread(wait_until, sleeping, 60, "the attempt's exec runs")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     await provider.teardown()
-    assert run_containers(run_id) == []
+    assert run_containers(run_id, container_engine) == []
 
 
 async def test_gateway_forwarder_reaches_host_socket_without_network(make_provider, run_id, tmp_path: Path) -> None:

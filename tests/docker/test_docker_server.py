@@ -19,7 +19,7 @@ from agentcompass.runtime import EnvironmentSpec
 from agentcompass.testing import check_exec_timeout_kills_tree
 from python_on_whales import docker
 
-from tests.helpers.docker_engine import IMAGE, container_ps, run_containers, wait_until
+from tests.helpers.docker_engine import ENGINES, IMAGE, client, container_ps, run_containers, wait_until
 
 pytestmark = pytest.mark.docker
 
@@ -41,10 +41,10 @@ def _server_pid(session, program: str = SERVER_PROGRAMS["native"]) -> int:  # ty
     return int(pid)
 
 
-def _pool_containers(run_id: str) -> list[str]:
+def _pool_containers(run_id: str, engine: str = "docker") -> list[str]:
     return [
         c.id
-        for c in docker.container.list(
+        for c in client(engine).container.list(
             all=True, filters=[("label", f"agentcompass.run_id={run_id}"), ("label", "agentcompass.pool=1")]
         )
     ]
@@ -291,12 +291,17 @@ async def test_close_falls_back_to_rm_when_the_server_does_not_answer(provider, 
 # -- the warm pool ------------------------------------------------------------------------------------------------
 
 
-async def test_pool_starts_containers_ahead_and_hands_each_to_one_task(make_provider, run_id) -> None:
+@pytest.mark.parametrize("container_engine", ENGINES)
+async def test_pool_starts_containers_ahead_and_hands_each_to_one_task(make_provider, run_id, container_engine, cli
+                                                                       ) -> None:
     specs = [EnvironmentSpec(image=IMAGE) for _ in range(4)]  # one per task, as a benchmark makes them
     provider = await make_provider(*specs, prestart="2")
-    ready = await asyncio.to_thread(wait_until, lambda: len(_pool_containers(run_id)) == 2 and _pool_containers(run_id),
-                                    60, "two pool containers exist")
-    labels = docker.container.inspect(ready[0]).config.labels
+
+    def pool() -> list[str]:
+        return _pool_containers(run_id, container_engine)
+
+    ready = await asyncio.to_thread(wait_until, lambda: len(pool()) == 2 and pool(), 60, "two pool containers exist")
+    labels = cli.container.inspect(ready[0]).config.labels
     assert labels["agentcompass.pool"] == "1" and "agentcompass.task_id" not in labels
     sessions = []
     for i in range(4):
@@ -305,11 +310,11 @@ async def test_pool_starts_containers_ahead_and_hands_each_to_one_task(make_prov
     assert len({s.container_id for s in sessions}) == 4  # never one container for two tasks
     results = await asyncio.gather(*(s.exec(["sh", "-c", "echo $TOKEN"]) for s in sessions))
     assert [r.stdout for r in results] == [f"tok-{i}\n" for i in range(4)]
-    assert len(run_containers(run_id)) == 4  # the prediction is used up: nothing more was started
+    assert len(run_containers(run_id, container_engine)) == 4  # the prediction is used up: nothing more was started
     for session in sessions:
         await provider.close(session)
     await provider.drain()
-    assert run_containers(run_id) == []
+    assert run_containers(run_id, container_engine) == []
 
 
 async def test_pool_serves_every_task_when_all_tasks_share_one_spec_object(make_provider, run_id, caplog) -> None:

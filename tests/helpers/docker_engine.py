@@ -1,5 +1,6 @@
 """The one decision whether the docker tests can run here, shared by every suite that needs a Docker engine
-(``tests/docker``, ``tests/example_coding``, ``tests/models``), plus polling helpers for those tests.
+(``tests/docker``, ``tests/example_coding``, ``tests/models``), plus polling helpers for those tests. The
+same for Podman (:func:`podman_problem`), which ``tests/docker`` also runs the docker environment on.
 
 Without an engine (or without the test image) they skip with a one-line reason; with
 ``AGENTCOMPASS_REQUIRE_DOCKER=1`` (CI) ``tests/conftest.py`` turns such a skip into a failure.
@@ -14,9 +15,12 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from python_on_whales import DockerClient
 
 T = TypeVar("T")
 
@@ -57,21 +61,64 @@ def engine_problem() -> str | None:
     return None
 
 
-def require_engine() -> None:
-    """Skip the calling test unless a Docker engine (with the test image) answers."""
-    problem = engine_problem()
+#: ``container_engine`` parameters (``tests/docker/conftest.py``) of a module whose tests run on both engines:
+#: the Podman ones carry the ``podman`` marker (``-m podman`` selects them) besides the module's ``docker`` one.
+ENGINES = ["docker", pytest.param("podman", marks=pytest.mark.podman)]
+PODMAN_HINT = "run .ci/podman-up.sh as root (after .ci/docker-up.sh): it installs Podman and configures it here"
+
+
+@functools.cache
+def podman_problem() -> str | None:
+    """Why the docker tests cannot run on Podman here (one readable line), or None. Podman's store gets the
+    test image from the Docker engine (``docker save | podman load``: no registry is reachable) when it lacks
+    it, tagged as Docker names it."""
+    podman = shutil.which("podman")
+    if podman is None:
+        return f"the podman CLI is not installed; {PODMAN_HINT}"
+    try:
+        info = subprocess.run([podman, "info", "--format", "{{.Host.CgroupManager}}"], capture_output=True,
+                              text=True, timeout=CHECK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"podman did not answer `podman info` within {CHECK_TIMEOUT:.0f} s; {PODMAN_HINT}"
+    if info.returncode != 0:
+        return f"`podman info` fails: {_last_line(info.stderr) or info.returncode}; {PODMAN_HINT}"
+    if subprocess.run([podman, "image", "exists", IMAGE], timeout=CHECK_TIMEOUT).returncode != 0:
+        problem = engine_problem()
+        if problem:
+            return f"Podman has no image {IMAGE} and it cannot be copied from Docker: {problem}"
+        save = subprocess.Popen(["docker", "save", IMAGE], stdout=subprocess.PIPE)
+        load = subprocess.run([podman, "load"], stdin=save.stdout, capture_output=True, text=True, timeout=600)
+        save.wait(60)
+        loaded = f"localhost/{IMAGE}"
+        if load.returncode != 0 or save.returncode != 0 or subprocess.run(
+            [podman, "tag", loaded, f"docker.io/library/{IMAGE}"], capture_output=True, timeout=CHECK_TIMEOUT
+        ).returncode != 0:
+            return f"cannot copy {IMAGE} from Docker into Podman: {_last_line(load.stderr)}; {PODMAN_HINT}"
+        subprocess.run([podman, "untag", loaded, loaded], capture_output=True, timeout=CHECK_TIMEOUT)
+    return None
+
+
+def require_engine(engine: str = "docker") -> None:
+    """Skip the calling test unless the engine (``docker`` or ``podman``, with the test image) answers."""
+    problem = podman_problem() if engine == "podman" else engine_problem()
     if problem:
         pytest.skip(problem)
 
 
-def container_ps(container: str) -> str:
+def client(engine: str = "docker") -> DockerClient:
+    """The python-on-whales client of ``engine`` (``docker`` or ``podman``)."""
+    from python_on_whales import DockerClient
+
+    return DockerClient(client_call=[engine], client_type="podman" if engine == "podman" else "docker")
+
+
+def container_ps(container: str, engine: str = "docker") -> str:
     """The processes running in ``container`` (see :data:`PS`), read from outside any session; empty when
     the container cannot run anything (gone, stopped)."""
-    from python_on_whales import docker
     from python_on_whales.exceptions import DockerException
 
     try:
-        return str(docker.container.execute(container, ["sh", "-c", PS]))
+        return str(client(engine).container.execute(container, ["sh", "-c", PS]))
     except DockerException:
         return ""
 
@@ -115,8 +162,7 @@ async def wait_until_async(
         await asyncio.sleep(interval)
 
 
-def run_containers(run_id: str) -> list[str]:
-    """The ids of the containers labelled with ``run_id`` (running or not)."""
-    from python_on_whales import docker
-
-    return [c.id for c in docker.container.list(all=True, filters=[("label", f"agentcompass.run_id={run_id}")])]
+def run_containers(run_id: str, engine: str = "docker") -> list[str]:
+    """The ids of the containers labelled with ``run_id`` (running or not) on ``engine``."""
+    listed = client(engine).container.list(all=True, filters=[("label", f"agentcompass.run_id={run_id}")])
+    return [c.id for c in listed]

@@ -238,8 +238,10 @@ def env_group() -> None:
 @click.option("--env", "-e", "environment", default="docker", show_default=True,
               help="The environment provider whose left-overs to remove.")
 @click.option("--run-id", default=None, help="Only what this run left behind.")
+@click.option("--env-arg", multiple=True, metavar="KEY=VALUE",
+              help="Option for the environment, as the run had it (e.g. engine=podman for the docker one).")
 @click.pass_context
-def env_prune(ctx: click.Context, environment: str, run_id: str | None) -> None:
+def env_prune(ctx: click.Context, environment: str, run_id: str | None, env_arg: tuple[str, ...]) -> None:
     """Remove environments that killed runs left behind (never those of a run still going)."""
     import asyncio
 
@@ -248,7 +250,7 @@ def env_prune(ctx: click.Context, environment: str, run_id: str | None) -> None:
 
     host = plugin_host(ctx)
     with cli_errors():
-        provider = host.factory("environment", environment)()
+        provider = host.factory("environment", environment)(**parse_pairs(env_arg, "--env-arg"))
         outcome = asyncio.run(provider.prune(run_id))
         sockets = prune_socket_dirs(run_id)
     report = outcome if isinstance(outcome, PruneReport) else PruneReport(int(outcome))

@@ -227,6 +227,11 @@ exit 0
 """
 )
 
+#: ``MAKE_WORKDIR DIR``: create DIR, as Docker's ``--workdir`` does (Podman does not). Run as root.
+MAKE_WORKDIR = r"""
+mkdir -p -- "$1" 2> /dev/null; exit 0
+"""
+
 #: ``MAKE_WRITABLE DIR``: let any user write DIR (sticky, like /tmp). Run as root; fails harmlessly when
 #: root does not own DIR (then the image made it for its user already).
 MAKE_WRITABLE = r"""

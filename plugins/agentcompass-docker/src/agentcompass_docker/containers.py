@@ -31,7 +31,7 @@ from agentcompass.runtime.types import EnvironmentSpec
 from python_on_whales.exceptions import DockerException, NoSuchContainer
 
 from agentcompass_docker import _scripts, exec_dirs
-from agentcompass_docker.engine import START_HINT, Engine, detail
+from agentcompass_docker.engine import Engine, detail, start_hint
 from agentcompass_docker.options import DockerOptions
 
 log = get_logger(plugin="docker")
@@ -71,6 +71,11 @@ def owner_state(label: str, exec_dir: str = "") -> tuple[str, int | None]:
     if recorded is not None and isinstance(recorded.get("pid"), int):
         return ("alive" if owner_alive(recorded) else "gone"), recorded["pid"]
     return "unknown", None
+
+
+def label_field(engine: str, label: str) -> str:
+    """The ``ps --format`` template of one label's value: Docker's ``.Label`` function, or Podman's map."""
+    return f'{{{{index .Labels "{label}"}}}}' if engine == "podman" else f'{{{{.Label "{label}"}}}}'
 
 
 @functools.cache
@@ -173,7 +178,8 @@ def plan_container(
         name=name,
         labels=labels,
         envs=envs,
-        workdir=spec.workdir,
+        # Podman, unlike Docker, refuses a --workdir the image lacks: the provider makes it after the start.
+        workdir=spec.workdir if options.engine == "docker" else None,
         user=main_user,
         networks=[options.network if spec.network else "none"],
         memory=memory,
@@ -207,7 +213,9 @@ def run_arguments(plan: ContainerPlan) -> list[str]:
         args += ["--label", f"{key}={value}"]
     for key, value in c["envs"].items():
         args += ["--env", f"{key}={value}"]
-    args += ["--workdir", c["workdir"], "--user", c["user"]]
+    if c["workdir"] is not None:
+        args += ["--workdir", c["workdir"]]
+    args += ["--user", c["user"]]
     for network in c["networks"]:
         args += ["--network", network]
     if c["memory"] is not None:
@@ -297,6 +305,18 @@ class Containers:
                 self._creating -= 1
                 self._cond.notify_all()
 
+    def _probe_start(self, name: str) -> bool:
+        """``docker start NAME`` for :meth:`Engine.cli`'s probe: False while no container has that name yet (a
+        slow create: rootless Podman on ``vfs`` copies the image for every container), so it is asked again;
+        another failure raises :class:`DockerException`."""
+        try:
+            self.engine.cli(["start", name], self.timeout)
+        except DockerException as exc:
+            if "no such container" in detail(exc).lower() or "no container with name" in detail(exc).lower():
+                return False
+            raise
+        return True
+
     def _create_and_start(self, plan: ContainerPlan) -> str:
         """``docker run --detach``: create and start in one CLI call (a CLI process costs the engine's host
         tens of milliseconds of CPU, which counts when many containers start at once)."""
@@ -305,7 +325,7 @@ class Containers:
         try:
             # ``--rm``: a start the daemon refused leaves the CLI waiting (for a removal that never comes); asking
             # `docker start` of a slow one tells (it fails the same way at once) and ends the wait.
-            probe = functools.partial(self.engine.cli, ["start", plan.name], self.timeout) if plan.autoremove else None
+            probe = functools.partial(self._probe_start, plan.name) if plan.autoremove else None
             output = self.engine.cli(run_arguments(plan), self.start_timeout, probe=probe)
         except (DockerException, EnvironmentUnavailable) as exc:
             self.remove_quietly(plan.name)  # a created container that did not start may exist under its name
@@ -426,14 +446,16 @@ class Containers:
         filters = ["--filter", f"label={LABEL_MANAGED}=1"]
         if run_id:
             filters += ["--filter", f"label={LABEL_RUN}={run_id}"]
-        fields = ["{{.ID}}", "{{.Names}}", *('{{.Label "' + label + '"}}' for label in (LABEL_RUN, LABEL_OWNER,
-                                                                                     LABEL_EXEC_DIR))]
+        fields = ["{{.ID}}", "{{.Names}}", *(label_field(self.engine.name, label)
+                                             for label in (LABEL_RUN, LABEL_OWNER, LABEL_EXEC_DIR))]
         listing = ["ps", "--all", "--no-trunc", "--format", "\t".join(fields), *filters]
         try:
             rows = [(line.split("\t") + [""] * 5)[:5]
                     for line in self.engine.cli(listing, self.timeout).splitlines() if line.strip()]
         except (DockerException, EnvironmentUnavailable) as exc:
-            raise EnvironmentUnavailable(f"cannot list containers ({detail(exc)}); {START_HINT}.") from None
+            raise EnvironmentUnavailable(
+                f"cannot list containers ({detail(exc)}); {start_hint(self.engine.name)}."
+            ) from None
         skipped = []
         if not owned_too:
             kept = []

@@ -1,5 +1,9 @@
-"""The connection to the Docker engine: the python-on-whales client, the thread pool its (blocking) calls run
-in, and what the engine's errors mean.
+"""The connection to the Docker engine (or Podman, ``--env-arg engine=podman``): the python-on-whales client,
+the thread pool its (blocking) calls run in, and what the engine's errors mean.
+
+Podman takes the same CLI arguments for everything the provider does, so the one difference here is the
+program python-on-whales runs (and, at the engine check, how its cgroup manager is asked for and the hint
+given when it does not answer).
 
 python-on-whales runs the ``docker`` CLI synchronously, so every call goes through :meth:`Engine.submit`:
 a worker thread, with the caller's context variables (so the run's logger still applies there).
@@ -43,6 +47,16 @@ START_HINT = (
     "docker`; on Debian, agentcompass's .ci/docker-up.sh does both as root), and check DOCKER_HOST (or --env-arg "
     "host=URL)"
 )
+PODMAN_HINT = (
+    "install Podman as https://podman.io/docs/installation says (on Debian, agentcompass's .ci/podman-up.sh "
+    "does it as root), check that `podman info` answers as this user, and check CONTAINER_HOST (or --env-arg "
+    "host=URL)"
+)
+
+
+def start_hint(engine: str) -> str:
+    """How to get ``engine`` (``docker`` or ``podman``) to answer."""
+    return PODMAN_HINT if engine == "podman" else START_HINT
 
 #: Words of the engine's error messages that mean the container is gone (or cannot run anything now).
 _GONE = ("no such container", "is not running", "is restarting", "is paused", "marked for removal")
@@ -77,11 +91,11 @@ def file_error(path: str, stderr: str) -> OSError:
     return OSError(errno.EIO, message, path)
 
 
-def _client_call() -> list[str]:
-    docker = shutil.which("docker")
+def _client_call(program: str = "docker") -> list[str]:
+    docker = shutil.which(program)
     setsid = shutil.which("setsid")
     if docker is None or setsid is None:
-        return ["docker"]  # python-on-whales reports a missing docker CLI itself
+        return [program]  # python-on-whales reports a missing CLI itself
     # A child of Popen never leads its process group, so setsid execs docker directly (no fork): the exit
     # status and the output are docker's own.
     return [setsid, docker]
@@ -92,7 +106,10 @@ class Engine:
 
     def __init__(self, options: DockerOptions) -> None:
         self.threads = options.threads
-        self.docker = DockerClient(host=options.host, context=options.context, client_call=_client_call())
+        #: ``docker`` or ``podman``: the CLI every call runs.
+        self.name = options.engine
+        self.docker = DockerClient(host=options.host, context=options.context, client_call=_client_call(self.name),
+                                   client_type="podman" if self.name == "podman" else "docker")
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._background: set[Future[Any]] = set()
@@ -100,6 +117,8 @@ class Engine:
         self.answered = False
         #: The engine's cgroup driver (``cgroupfs``, ``systemd``), once :meth:`check` has asked; "" if unknown.
         self.cgroup_driver = ""
+        #: Whether the engine runs rootless (Podman as a non-root user; Docker's rootless mode), once asked.
+        self.rootless = False
 
     # -- threads ---------------------------------------------------------------------------------------
 
@@ -163,7 +182,8 @@ class Engine:
 
         ``probe``: called once when the CLI has run :data:`PROBE_AFTER` seconds; if it raises
         :class:`DockerException`, the CLI is killed and that raised (``docker run --rm`` whose start failed
-        waits for a removal that never comes); if the CLI then still runs :data:`PROBE_GRACE` seconds more,
+        waits for a removal that never comes); if it returns False (nothing to tell yet), it is called again
+        :data:`PROBE_AFTER` seconds later; otherwise, if the CLI still runs :data:`PROBE_GRACE` seconds more,
         it is killed and a :class:`DockerException` raised."""
         command = [str(part) for part in self.docker.client_config.docker_cmd] + list(args)
         try:
@@ -188,14 +208,30 @@ class Engine:
             await asyncio.wait_for(self.call(self._ping), ENGINE_CHECK_TIMEOUT)
         except TimeoutError:
             raise EnvironmentUnavailable(
-                f"the Docker engine did not answer within {ENGINE_CHECK_TIMEOUT:.0f} s; {START_HINT}."
+                f"the {self.title} engine did not answer within {ENGINE_CHECK_TIMEOUT:.0f} s; "
+                f"{start_hint(self.name)}."
             ) from None
+
+    @property
+    def title(self) -> str:
+        """The engine as a message names it: ``Docker`` or ``Podman``."""
+        return self.name.capitalize()
 
     def _ping(self) -> None:
         try:
-            self.cgroup_driver = str(self.docker.system.info().cgroup_driver or "")
+            if self.name == "podman":  # its `info` is not Docker's: ask for the two fields
+                command = [*self.docker.client_config.docker_cmd, "info", "--format",
+                           "{{.Host.CgroupManager}} {{.Host.Security.Rootless}}"]
+                driver, _, rootless = str(_docker_run(command)).strip().partition(" ")
+                self.cgroup_driver, self.rootless = driver, rootless.strip() == "true"
+            else:
+                info = self.docker.system.info()
+                self.cgroup_driver = str(info.cgroup_driver or "")
+                self.rootless = any("rootless" in str(option) for option in info.security_options or ())
         except (DockerException, ClientNotFoundError) as exc:
-            raise EnvironmentUnavailable(f"no Docker engine answers ({detail(exc)}); {START_HINT}.") from None
+            raise EnvironmentUnavailable(
+                f"no {self.title} engine answers ({detail(exc)}); {start_hint(self.name)}."
+            ) from None
         except Exception as exc:  # an answer python-on-whales cannot parse is still an answer
             log.debug("docker.info_unparsed", error=describe(exc)[:200])
         self.answered = True
@@ -210,6 +246,7 @@ def _run_probed(command: list[str], timeout: float, probe: Callable[[], object])
     after ``timeout``."""
     started = time.monotonic()
     probed: float | None = None
+    probe_at = started + PROBE_AFTER
     with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         while True:
             try:
@@ -219,10 +256,11 @@ def _run_probed(command: list[str], timeout: float, probe: Callable[[], object])
                 pass
             now = time.monotonic()
             failure = b""
-            if probed is None and now - started >= PROBE_AFTER:
+            if probed is None and now >= probe_at:
                 probed = now
                 try:
-                    probe()
+                    if probe() is False:  # nothing to tell yet: ask again later
+                        probed, probe_at = None, now + PROBE_AFTER
                 except DockerException as exc:
                     failure = detail(exc).encode() or b"docker start failed"
                 except Exception:  # no answer from the probe: the CLI may still end on its own

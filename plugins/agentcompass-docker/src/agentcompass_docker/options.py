@@ -15,6 +15,8 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 #: The values of ``exec``.
 EXEC_MODES = ("server", "docker")
+#: The values of ``engine``: which CLI (and so which engine) runs the containers.
+ENGINES = ("docker", "podman")
 #: The values of ``server``: which exec server containers run with ``exec=server``.
 SERVERS = ("native", "python")
 #: Seconds a build may take when neither the spec nor ``build_timeout`` says.
@@ -29,6 +31,10 @@ _REGISTRY = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?")
 class DockerOptions:
     """What ``--env-arg`` can set. Resource values, when given, override every task's
     :class:`~agentcompass.runtime.EnvironmentSpec`."""
+
+    #: The container engine: ``docker`` (the ``docker`` CLI) or ``podman`` (the ``podman`` CLI, rootful or
+    #: rootless; python-on-whales speaks both). Everything else works the same on either.
+    engine: str = "docker"
 
     #: How commands and file operations reach the container: ``server`` (an exec server inside it, over a
     #: Unix socket: milliseconds per call) or ``docker`` (one ``docker exec`` per call, as before).
@@ -117,6 +123,14 @@ class DockerOptions:
             raise UsageError(
                 f"docker environment option exec={values['exec']!r}: expected one of {', '.join(EXEC_MODES)}"
             )
+        if values.get("engine", "docker") not in ENGINES:
+            raise UsageError(
+                f"docker environment option engine={values['engine']!r}: expected one of {', '.join(ENGINES)}"
+            )
+        if values.get("engine") == "podman" and values.get("context") is not None:
+            raise UsageError("docker environment option context= is a Docker CLI context, which Podman does not "
+                             "have: with engine=podman set host=URL (Podman's --url, e.g. "
+                             "unix:///run/user/1000/podman/podman.sock) or CONTAINER_CONNECTION instead")
         if values.get("server", "native") not in SERVERS:
             raise UsageError(
                 f"docker environment option server={values['server']!r}: expected one of {', '.join(SERVERS)}"

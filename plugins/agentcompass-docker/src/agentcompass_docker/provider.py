@@ -198,7 +198,8 @@ class DockerProvider(EnvironmentProvider):
         ``cgroup_parent=auto`` by the engine's cgroup driver."""
         await self.engine.check()
         if self.options.cgroup_parent == "auto":
-            parent = "/" if self.engine.cgroup_driver == "cgroupfs" else ""
+            # A rootless engine (Podman as a non-root user) cannot make a cgroup at the root: its default then.
+            parent = "/" if self.engine.cgroup_driver == "cgroupfs" and not self.engine.rootless else ""
             self.options = dataclasses.replace(self.options, cgroup_parent=parent)
 
     def image_for(self, spec: EnvironmentSpec) -> asyncio.Future[ImageInfo]:
@@ -254,9 +255,9 @@ class DockerProvider(EnvironmentProvider):
         container_id = await self._create(plan, task_id)
         session = DockerSession(self, plan, container_id=container_id, spec=spec, task_id=task_id)
         self._sessions[container_id] = session
-        if not is_root(plan.user):
+        if self._needs_workdir(plan):
             try:
-                await self.engine.call(self._make_writable, container_id, spec.workdir)
+                await self.engine.call(self._make_workdir, container_id, spec.workdir, plan.user)
             except BaseException:
                 await self.close(session)
                 raise
@@ -297,10 +298,17 @@ class DockerProvider(EnvironmentProvider):
     async def _server_unusable(self, image: ImageInfo, spec: EnvironmentSpec) -> str | None:
         """Why the exec server cannot serve this spec's user from this host (then ``docker exec``), or None."""
         uid, _ = await self._uid_gid(image, spec)
-        if os.geteuid() in (0, uid):
+        if os.geteuid() in (0, self._host_ids(uid, None)[0]):
             return None
         return (f"the session's user (uid {uid}) could not use a socket directory of this host's user "
                 f"(uid {os.geteuid()}); run agentcompass as root or as uid {uid}")
+
+    def _host_ids(self, uid: int, gid: int | None) -> tuple[int, int | None]:
+        """The host's ids of a container's uid and gid: the same, except on a rootless engine, whose container
+        root is the host's user (the socket directory is then this user's own)."""
+        if self.engine.rootless and uid == 0:
+            return os.geteuid(), os.getegid()
+        return uid, gid
 
     def _uid_gid(self, image: ImageInfo, spec: EnvironmentSpec) -> asyncio.Future[tuple[int, int | None]]:
         """The numeric uid (and gid, if known) of the session's user, looked up in the image's /etc/passwd
@@ -338,7 +346,7 @@ class DockerProvider(EnvironmentProvider):
         a pool container. Nothing is left behind on failure or cancellation."""
         loop = asyncio.get_running_loop()
         image = await self.image_for(spec)
-        uid, gid = await self._uid_gid(image, spec)
+        uid, gid = self._host_ids(*await self._uid_gid(image, spec))
         exec_dir = await self.engine.call(exec_dirs.make_exec_dir, run_id, uid, gid, await self.server_binary())
         self._exec_dirs.add(exec_dir)
         began = loop.time()
@@ -355,8 +363,8 @@ class DockerProvider(EnvironmentProvider):
             )
             container_id = await self._create(plan, task_id, in_flight)
             created = loop.time()
-            if not is_root(plan.user):
-                await self.engine.call(self._make_writable, container_id, spec.workdir)
+            if self._needs_workdir(plan):
+                await self.engine.call(self._make_workdir, container_id, spec.workdir, plan.user)
             fallback, pid, namespace = await self._wait_ready(container_id, plan.name, exec_dir)
             if fallback is not None:
                 self._log_fallback(image.ref, fallback)
@@ -381,12 +389,21 @@ class DockerProvider(EnvironmentProvider):
         log.debug("docker.pool_ready", container=started.plan.name)
         return started
 
-    def _make_writable(self, container_id: str, workdir: str) -> None:
-        """Let a non-root session user write the working directory (a ``docker exec`` as root)."""
+    def _needs_workdir(self, plan: ContainerPlan) -> bool:
+        """Whether the working directory needs a ``docker exec`` as root after the start: for a non-root
+        session user (to make it writable), and on Podman, which is not given ``--workdir`` (it would refuse
+        one the image lacks, where Docker creates it)."""
+        return not is_root(plan.user) or plan.create["workdir"] is None
+
+    def _make_workdir(self, container_id: str, workdir: str, user: str) -> None:
+        """Create the working directory (as Docker's ``--workdir`` does) and let a non-root session user write
+        it (a ``docker exec`` as root). On Podman this one call runs ``--privileged`` (every capability, for
+        this process only): the container's root may have none (``hardened``), and Podman leaves the image's
+        own mode on ``/`` (an imported root file system may have it 0700), where Docker shows 0755."""
+        script = _scripts.MAKE_WORKDIR if is_root(user) else _scripts.MAKE_WRITABLE
         with contextlib.suppress(DockerException):
-            self.engine.docker.container.execute(
-                container_id, ["sh", "-c", _scripts.MAKE_WRITABLE, "ac-init", workdir], user="0"
-            )
+            self.engine.docker.container.execute(container_id, ["sh", "-c", script, "ac-init", workdir], user="0",
+                                                 privileged=self.engine.name == "podman")
 
     async def _wait_ready(self, container_id: str, name: str, exec_dir: str) -> tuple[str | None, int, str]:
         """Wait until the exec server answers (``(None, its pid, its pid namespace)``), or it says it cannot run
