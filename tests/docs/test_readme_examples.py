@@ -24,6 +24,7 @@ NEEDS_MORE = {
     "dataset=terminal-bench@": "Harbor's registry and Terminal-Bench 2's repository, fetched over the network",
     "run swebench ": "SWE-bench's dataset files and instance images, downloaded first",
     "--executor-arg address=": "a Ray cluster (and a registry) started as its README's set-up shows",
+    "run harbor human ": "a person at a terminal (tests/harnesses/test_human.py drives one through tmux)",
 }
 
 

@@ -27,9 +27,12 @@ def broken_tasks(root: Path, counter: Path) -> Path:
                test="echo 0 > /logs/verifier/reward.txt\n", solve="echo hello > /app/hello.txt\n")
     write_task(root, "passes-untouched", instruction="Write hello to /app/hello.txt.",
                test="echo 1 > /logs/verifier/reward.txt\n", solve="echo hello > /app/hello.txt\n")
-    # The coin: every other verification passes (a counter on the host, so the test itself is not flaky).
+    # The coin: every other verification of a solved task passes (a counter on the host, under a lock, so the test
+    # itself is not flaky whatever order the trials run in); an untouched one always fails (nop never passes).
     write_task(root, "coin-flip", instruction="Write hello to /app/hello.txt.",
-               test=f"n=$(( $(cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}\n"
+               test="[ -f /app/hello.txt ] || { echo 0 > /logs/verifier/reward.txt; exit 0; }\n"
+                    f"exec 9>{counter}.lock; flock 9\n"
+                    f"n=$(( $(cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}\n"
                     "echo $(( n % 2 )) > /logs/verifier/reward.txt\n",
                solve="echo hello > /app/hello.txt\n")
     return root
@@ -51,9 +54,11 @@ def test_each_broken_task_is_named_for_its_reason(tmp_path: Path) -> None:
     assert problems["sound"] == []
     assert problems["verifier-always-fails"] == ["oracle fails"]
     assert problems["passes-untouched"] == ["nop passes"]
-    assert "flaky" in problems["coin-flip"]  # oracle verdicts P F P
+    assert "flaky" in problems["coin-flip"]  # oracle verdicts: two passes, a fail
     coin = next(t for t in report["tasks"] if t["task_id"] == "coin-flip")
-    assert coin["oracle"] == [True, False, True] and coin["flip_rate"] == pytest.approx(1 / 3)
+    # two passes and a fail, in whichever order the trials reached the counter
+    assert sorted(coin["oracle"]) == [False, True, True] and coin["flip_rate"] == pytest.approx(1 / 3)
+    assert not any(coin["nop"])
     assert report["metric"] == "reward" and report["trials"] == 3
     # each phase's time, per run and per task
     assert report["seconds"]["oracle"] > 0 and report["seconds"]["nop"] > 0
