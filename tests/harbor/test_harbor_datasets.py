@@ -129,7 +129,7 @@ def test_a_dataset_by_name_is_its_latest_version_fetched_at_the_pinned_commits(r
     spec = next(t for t in latest.load_tasks(None) if t.task_id == "solo")  # type: ignore[arg-type]
     source = spec.metadata["harbor"]["dataset"]
     assert source["name"] == "demo@2.0" and source["git_commit_id"] == repos.extra_commit
-    assert source["path"] == "sets/solo" and source["metrics"]["honoured"] == "mean"
+    assert source["path"] == "sets/solo" and source["metrics"]["honoured"] == ["mean"]
 
 
 def test_a_version_is_the_task_at_that_versions_commit(repos: Repos, cache: Path) -> None:

@@ -211,3 +211,62 @@ async def test_two_steps_under_docker(tmp_path: Path) -> None:
     result = run.result("two-steps")
     assert result.metrics == {"reward": 1.0}, result.error
     assert [s["name"] for s in result.artifacts["steps"]] == ["one", "two"]
+
+
+# -- a step whose agent fails: verified all the same, as Harbor's MultiStepTrial does --------------------------
+
+
+async def test_a_step_whose_agent_times_out_is_still_verified_and_the_steps_go_on(tmp_path: Path) -> None:
+    """Harbor verifies a step after its agent's AgentTimeoutError and goes on when the step has a reward; the
+    attempt is a RUN_ERROR here (as a single-step task's agent timeout is), with Harbor's reward kept beside."""
+    root = two_steps(tmp_path / "t")
+    task = root / "two-steps"
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('name = "one"\n', 'name = "one"\n[steps.agent]\ntimeout_sec = 1.0\n'))
+    write(task / "steps" / "one" / "solution" / "solve.sh", "#!/bin/bash\necho a > /app/a.txt\nsleep 30\n")
+    run = await run_benchmark("harbor", "oracle", benchmark_args={"path": str(root)}, run_dir=tmp_path / "run")
+    result = run.result("two-steps")
+    assert result.status is TaskStatus.RUN_ERROR
+    assert "timed out after 1 s" in result.error and "step 'one'" in result.error
+    assert result.metrics == {}
+    one, two = result.artifacts["steps"]
+    assert one["rewards"] == {"reward": 1.0} and "timed out" in one["agent_error"]
+    assert two["rewards"] == {"reward": 1.0} and "agent_error" not in two
+    assert result.artifacts["harbor_reward"] == {"reward": 1.0}
+
+
+async def test_a_step_whose_harness_raises_is_verified_and_its_failure_stands(tmp_path: Path) -> None:
+    bench = HarborBenchmark(path=str(two_steps(tmp_path / "t")))
+    seen: list[int] = []
+
+    async def raises_after_step_one(task, prepared, req, plan, env) -> RunResult:  # type: ignore[no-untyped-def]
+        step = int(prepared.metadata["step"])
+        seen.append(step)
+        if step == 0:
+            await env.exec(["sh", "-c", "echo a > a.txt"])
+            raise ValueError("the agent crashed")
+        return RunResult(task_id=task.task_id, status=TaskStatus.COMPLETED)
+
+    run = await run_benchmark(bench, raises_after_step_one, run_dir=tmp_path / "run")
+    result = run.result("two-steps")
+    assert seen == [0, 1]
+    assert result.status is TaskStatus.RUN_ERROR and "the agent crashed" in result.error
+    assert [(s["rewards"], "agent_error" in s) for s in result.artifacts["steps"]] == \
+        [({"reward": 1.0}, True), ({"reward": 0.0}, False)]
+    assert result.artifacts["harbor_reward"] == {"reward": 0.5}
+
+
+async def test_a_failed_agent_whose_step_has_no_reward_stops_the_steps(tmp_path: Path) -> None:
+    bench = HarborBenchmark(path=str(two_steps(tmp_path / "t", step_one_tests=False)))
+    seen: list[int] = []
+
+    async def fails(task, prepared, req, plan, env) -> RunResult:  # type: ignore[no-untyped-def]
+        seen.append(int(prepared.metadata["step"]))
+        return RunResult(task_id=task.task_id, status=TaskStatus.RUN_ERROR, error="the agent gave up")
+
+    run = await run_benchmark(bench, fails, run_dir=tmp_path / "run")
+    result = run.result("two-steps")
+    assert seen == [0]
+    assert result.status is TaskStatus.RUN_ERROR and result.error == "the agent gave up"
+    assert result.artifacts["steps"][0]["stopped"] == "its verifier failed"
+    assert result.artifacts["harbor_reward"] is None

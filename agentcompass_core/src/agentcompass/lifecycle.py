@@ -295,18 +295,24 @@ class TaskAttempt:
             if ctx.harness is None:
                 assert isinstance(bench, HarnessFreeBenchmark)
                 running = bench.run_task(task, prepared, req, plan, env)
+                result = _check_result(await _within(timeouts.get("run"), running), task, "run")
             else:
-                running = ctx.harness.run(task, prepared, req, plan, env)
-            result = _check_result(await _within(timeouts.get("run"), running), task, "run")
+                result, retryable = await self._harness_run(prepared, plan, env)
             # A multi-step task: the harness runs again, in the same environment, for each step the benchmark
-            # gives (BaseBenchmark.next_step), each within the run phase's timeout.
-            while ctx.harness is not None and result.status is TaskStatus.COMPLETED:
+            # gives (BaseBenchmark.next_step), each within the run phase's timeout. A step whose harness run
+            # failed (RUN_ERROR) is handed to next_step too, which may verify it and go on, as Harbor does; the
+            # attempt keeps that first failure as its status.
+            failed: RunResult | None = None
+            while ctx.harness is not None and result.status in (TaskStatus.COMPLETED, TaskStatus.RUN_ERROR):
+                failed = failed or (result if result.status is TaskStatus.RUN_ERROR else None)
                 step = await _within(timeouts.get("run"), bench.next_step(task, prepared, result, req, plan, env))
                 if step is None:
                     break
                 prepared = self.prepared = step
-                result = _check_result(
-                    await _within(timeouts.get("run"), ctx.harness.run(task, prepared, req, plan, env)), task, "run")
+                result, again = await self._harness_run(prepared, plan, env)
+                retryable = retryable if failed else again
+            if failed is not None and result is not failed:
+                result = replace(result, status=failed.status, error=failed.error, error_phase="run", metrics={})
         except Exception as exc:
             failure = classify("run", exc, timeouts.get("run"))
             retryable = failure.retryable
@@ -343,6 +349,19 @@ class TaskAttempt:
             await self._close_environment(env)
         return await self._evaluate(plan, base_env, prepared, result, retryable, env if mode == "reuse" else None,
                                     artifacts_dir)
+
+    async def _harness_run(self, prepared: PreparedTask, plan: ExecutionPlan, env: EnvironmentSession
+                           ) -> tuple[RunResult, bool]:
+        """One run of the harness within the run phase's timeout, and whether its failure is worth a retry: a
+        harness that raised (or ran out of time) is a ``RUN_ERROR`` result here, so a multi-step benchmark's
+        ``next_step`` sees it."""
+        assert self.ctx.harness is not None
+        try:
+            running = self.ctx.harness.run(self.task, prepared, self.ctx.request, plan, env)
+            return _check_result(await _within(self.timeouts.get("run"), running), self.task, "run"), False
+        except Exception as exc:
+            failure = classify("run", exc, self.timeouts.get("run"))
+            return self._error(TaskStatus.RUN_ERROR, failure.message, "run"), failure.retryable
 
     async def _evaluate(
         self, plan: ExecutionPlan, base_env: dict[str, str], prepared: PreparedTask, result: RunResult,

@@ -101,6 +101,10 @@ def summary_text(summary: RunSummary) -> str:
     if rows:
         headers = ["metric", "category", "mean (errors=0)", "95% CI", "mean (completed)", "n", "errored"]
         lines.append(table([*headers, "unfinished"] if unfinished_column else headers, rows))
+    figures = [f"{m.label or name}: " + "  ".join(f"{kind}={value:.4f}" for kind, value in m.aggregates.items())
+               for name, m in summary.metrics.overall.items() if m.aggregates]
+    if figures:
+        lines.append("; ".join(figures) + "  (over every result, errored ones counting 0)")
     if summary.metrics.pass_k:
         errored = sum(v for k, v in summary.status_counts.items() if k != "COMPLETED")
         lines.append(pass_k_text(summary.metrics.pass_k, errored)

@@ -111,10 +111,12 @@ class BaseBenchmark:
         plan: ExecutionPlan,
         env: EnvironmentSession | None = None,
     ) -> PreparedTask | None:
-        """After the harness's run completed: ``None`` (the default) ends the run phase; a :class:`PreparedTask`
-        runs the harness again, in the same environment, with it — a multi-step task's next step, whose
-        instruction :meth:`instruction` gives for that ``prepared``. The benchmark may verify the finished step
-        here (its time counts in the run phase's). The last ``prepared`` is the one ``evaluate`` gets."""
+        """After the harness's run completed or failed (``result.status`` ``COMPLETED`` or ``RUN_ERROR``; a
+        harness that raised is a ``RUN_ERROR`` here): ``None`` (the default) ends the run phase; a
+        :class:`PreparedTask` runs the harness again, in the same environment, with it — a multi-step task's next
+        step, whose instruction :meth:`instruction` gives for that ``prepared``. The benchmark may verify the
+        finished step here (its time counts in the run phase's). The attempt keeps the first failed run's status
+        and error, whatever the later steps do. The last ``prepared`` is the one ``evaluate`` gets."""
         return None
 
     async def collect_artifacts(

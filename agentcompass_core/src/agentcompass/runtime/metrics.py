@@ -10,7 +10,7 @@ and pass^k (formulas in :mod:`agentcompass.runtime.statistics`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentcompass.runtime.records import GroupAggregate, MetricAggregate, PassAtK, RunMetrics, VerdictStability
@@ -30,6 +30,9 @@ class MetricContract:
         pass@k and pass^k for k = 1..trials. ``None``: the metric is not pass/fail.
     :param success_metric: the scalar the threshold applies to (default: ``primary``).
     :param bounds: the range of each scalar that declares one (``(low, high)``); intervals never leave it.
+    :param aggregates: run-level figures of every scalar besides its mean, each of :data:`AGGREGATIONS`
+        (``"sum"``, ``"min"``, ``"max"``), over every result as the mean is (an errored result, or one that
+        lacks the scalar, counting 0); in each :class:`MetricAggregate`'s ``aggregates``.
     """
 
     primary: str
@@ -39,10 +42,15 @@ class MetricContract:
     success_threshold: float | None = None
     success_metric: str | None = None
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    aggregates: tuple[str, ...] = ()
 
     def label(self, name: str) -> str:
         return self.labels.get(name, name)
 
+
+#: The run-level figures a contract may ask for besides the mean (``MetricContract.aggregates``), over the
+#: values every result counts for a scalar.
+AGGREGATIONS: Mapping[str, Callable[[Sequence[float]], float]] = {"sum": sum, "min": min, "max": max}
 
 #: The success threshold of a binary reward (1.0 for success, 0.0 for failure), tolerant of rounding.
 BINARY_SUCCESS = 1.0 - 1e-6
@@ -58,6 +66,7 @@ def make_metric_contract(
     success_threshold: float | None = None,
     success_metric: str | None = None,
     bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | None = None,
+    aggregates: Iterable[str] = (),
 ) -> MetricContract:
     """Build a :class:`MetricContract`; ``primary`` is added to ``scalar`` when missing.
 
@@ -68,8 +77,14 @@ def make_metric_contract(
     :param bounds: the range the scalars take, ``(low, high)`` for every scalar or ``{name: (low, high)}``;
         confidence intervals are clipped to it. ``binary`` implies ``(0, 1)`` for the success metric. A scalar
         without declared bounds whose every value in a run lies in [0, 1] is clipped to [0, 1] all the same.
+    :param aggregates: run-level figures besides the mean (:data:`AGGREGATIONS`: ``sum``, ``min``, ``max``).
     """
     names = tuple(dict.fromkeys([primary, *scalar]))
+    kinds = tuple(dict.fromkeys(str(a) for a in aggregates if a != "mean"))
+    unknown_kinds = [a for a in kinds if a not in AGGREGATIONS]
+    if unknown_kinds:
+        raise ValueError(f"aggregates {unknown_kinds} are not among {sorted(AGGREGATIONS)} (the mean is always "
+                         "reported)")
     if not primary:
         raise ValueError("a metric contract needs a primary metric name")
     if binary and success_threshold is None:
@@ -90,7 +105,7 @@ def make_metric_contract(
         declared.setdefault(success_metric or primary, (0.0, 1.0))
     return MetricContract(
         primary=primary, scalar=names, labels=dict(labels or {}), higher_is_better=higher_is_better,
-        success_threshold=success_threshold, success_metric=success_metric, bounds=declared,
+        success_threshold=success_threshold, success_metric=success_metric, bounds=declared, aggregates=kinds,
     )
 
 
@@ -118,13 +133,14 @@ def contract_from_json(data: Mapping[str, object]) -> MetricContract:
             continue
     labels = data.get("labels") or {}
     success_metric = data.get("success_metric")
+    kinds = tuple(str(a) for a in data.get("aggregates") or () if a in AGGREGATIONS)  # type: ignore[attr-defined]
     return MetricContract(
         primary=primary, scalar=tuple(dict.fromkeys((primary, *scalar))),
         labels={str(k): str(v) for k, v in labels.items()},  # type: ignore[attr-defined]
         higher_is_better=bool(data.get("higher_is_better", True)),
         success_threshold=float(threshold) if type(threshold) in (int, float) else None,  # type: ignore[arg-type]
         success_metric=success_metric if isinstance(success_metric, str) else None,
-        bounds=bounds,
+        bounds=bounds, aggregates=kinds,
     )
 
 
@@ -210,6 +226,8 @@ def aggregate_group(contract: MetricContract, results: Sequence[RunResult], n_un
             total += sum(values)
             clusters.append(values)
         mean = total / n if n else None
+        counted = [v for values in clusters for v in values]
+        figures = {kind: float(AGGREGATIONS[kind](counted)) for kind in contract.aggregates} if counted else {}
         stderr = clustered_stderr(clusters)
         interval = mean_interval(clusters, bounds.get(name))
         metrics[name] = MetricAggregate(
@@ -225,6 +243,7 @@ def aggregate_group(contract: MetricContract, results: Sequence[RunResult], n_un
             ci_method=interval.method if interval else None,
             n_unfinished=n_unfinished,
             n_tasks=len(by_task),
+            aggregates=figures,
         )
     return GroupAggregate(
         n_tasks=len(by_task), n_results=n, status_counts=status_counts, metrics=metrics,

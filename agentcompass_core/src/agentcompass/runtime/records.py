@@ -160,6 +160,9 @@ class MetricAggregate:
     #: Planned (task, trial) results of the group with no final record (an interrupted or stopped run): not
     #: in ``n`` nor in any figure above, which are over the finished ones only.
     n_unfinished: int = 0
+    #: The run-level figures the metric contract asks for besides the mean (``MetricContract.aggregates``:
+    #: ``{"sum": 3.0, "max": 1.0}``), over every result as ``mean`` is; empty for none or no result.
+    aggregates: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -131,17 +131,24 @@ def _source(options: dict[str, Any]) -> str:
     return "path"
 
 
+#: Harbor's dataset metrics the summary computes (``harbor.metrics``): ``mean`` is every scalar's mean; ``sum``,
+#: ``min`` and ``max`` are the metric contract's ``aggregates``, over every trial as Harbor's are (a trial
+#: without a reward counting 0). ``uv-script`` (a script run with ``uv``) is not computed.
+COMPUTED_METRICS = ("mean", "sum", "min", "max")
+
+
 def dataset_metrics(dataset: datasets.Dataset) -> dict[str, Any]:
-    """How the dataset's declared metric is honoured: Harbor's ``mean`` (its default) is the summary's mean
-    reward — the same figure, a trial without a reward counting 0 — and is honoured; any other is recorded with
-    the tasks and said in the log, as the summary does not compute it."""
+    """How the dataset's declared metrics are honoured: ``mean`` (Harbor's default) is the summary's mean
+    reward, ``sum``, ``min`` and ``max`` the summary's figures of the same name (:data:`COMPUTED_METRICS`);
+    ``uv-script`` is recorded with the tasks and said in the log, as the summary does not compute it."""
     declared = [{"type": m.type, "kwargs": dict(m.kwargs)} for m in dataset.metrics] or [{"type": "mean",
                                                                                            "kwargs": {}}]
-    other = [m for m in declared if m["type"] != "mean"]
-    for metric in other:
-        log.warning("harbor.dataset_metric_not_computed", dataset=dataset.label, metric=metric["type"],
-                    note="the summary reports the mean reward")
-    return {"declared": declared, "honoured": "mean" if not other else None}
+    honoured = [m["type"] for m in declared if m["type"] in COMPUTED_METRICS]
+    for metric in declared:
+        if metric["type"] not in COMPUTED_METRICS:
+            log.warning("harbor.dataset_metric_not_computed", dataset=dataset.label, metric=metric["type"],
+                        note="the summary reports the mean reward")
+    return {"declared": declared, "honoured": honoured}
 
 
 class HarborBenchmark(BaseBenchmark):
@@ -184,8 +191,6 @@ class HarborBenchmark(BaseBenchmark):
         self.pass_env = frozenset(_names(options.get("pass_env")))
         self.layout_option = _choice("layout", options.get("layout", "auto"), LAYOUTS)
         extra = tuple(m for m in _names(options.get("metrics")) if m != PRIMARY)
-        self.metric_contract = make_metric_contract(
-            primary=PRIMARY, scalar=(PRIMARY, *extra), labels={PRIMARY: "Reward"}, binary=True)
         if self.dataset is not None:
             self._tasks = catalog.load_dirs([(t.task_id, t.directory) for t in self.dataset.tasks], self.where,
                                             pass_env=self.pass_env, default_workdir=self.default_workdir,
@@ -198,6 +203,9 @@ class HarborBenchmark(BaseBenchmark):
                                        builds=self._builds)
             self._sources = {}
             self.dataset_metrics = {}
+        self.metric_contract = make_metric_contract(
+            primary=PRIMARY, scalar=(PRIMARY, *extra), labels={PRIMARY: "Reward"}, binary=True,
+            aggregates=[m for m in self.dataset_metrics.get("honoured", ()) if m != "mean"])
         self.evaluation_environment_mode = catalog.verification_mode(self._tasks, self.verify, self.where)
         self.evaluate_needs_live_environment = self.evaluation_environment_mode == "reuse"
 
@@ -382,10 +390,13 @@ class HarborBenchmark(BaseBenchmark):
         resolved, env = self._task(task), _require(env, "apply_reference_solution")
         harbor = resolved.task
         solution_dir, limit = harbor.solution_dir, harbor.config.agent_timeout_sec
+        which = "[agent] timeout_sec"
         if "step" in prepared.metadata:  # a multi-step task: the step's solution/ (else the task's), its limit
             index = int(prepared.metadata["step"])
             solution_dir = harbor.step_solution_dir(index)
-            limit = harbor.config.steps[index].agent_timeout_sec or limit
+            if harbor.config.steps[index].agent_timeout_sec:
+                limit, which = harbor.config.steps[index].agent_timeout_sec, "[steps.agent] timeout_sec"
+            which = f"step {harbor.config.steps[index].name!r}, {which}"
         if not (solution_dir / "solve.sh").is_file():
             raise RuntimeError(f"task {task.task_id!r} has no {solution_dir.relative_to(harbor.directory)}/solve.sh, "
                                "so the oracle cannot run it")
@@ -411,7 +422,7 @@ class HarborBenchmark(BaseBenchmark):
                   "output_tail": _tail(output)}
         if solved.timed_out:
             return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.RUN_ERROR,
-                             error=f"the reference solution timed out after {limit:g} s ([agent] timeout_sec)",
+                             error=f"the reference solution timed out after {limit:g} s ({which})",
                              error_phase="run", artifacts={"oracle": record})
         return RunResult(task_id=task.task_id, category=task.category, status=TaskStatus.COMPLETED,
                          artifacts={"oracle": record})
@@ -427,7 +438,9 @@ class HarborBenchmark(BaseBenchmark):
     ) -> PreparedTask | None:
         """A multi-step task: verify the step the agent just finished (its ``tests/`` over the task's, its
         verifier's limit and variables), record it, and give the next step — unless this was the last, its
-        verifier failed, or its reward is under its ``min_reward`` (Harbor stops there too)."""
+        verifier failed, or its reward is under its ``min_reward`` (Harbor stops there too). A step whose agent
+        failed (``result`` a ``RUN_ERROR``: a harness error, its time limit) is verified all the same and the
+        steps go on when it has a reward, as Harbor's ``MultiStepTrial`` does; the failure is in its record."""
         resolved = self._task(task)
         harbor = resolved.task
         if not harbor.config.steps:
@@ -450,6 +463,8 @@ class HarborBenchmark(BaseBenchmark):
                 record: dict[str, Any] = {"name": step.name, "rewards": verified["rewards"], "verifier": verified}
             except RuntimeError as exc:
                 record = {"name": step.name, "error": str(exc)}
+        if result.status is not TaskStatus.COMPLETED:
+            record["agent_error"] = result.error or result.status.value
         records = prepared.metadata["steps"]
         records.append(record)
         stop = steps_module.stop_reason(record, step.min_reward)
@@ -507,13 +522,25 @@ class HarborBenchmark(BaseBenchmark):
     ) -> RunResult:
         """Run ``tests/test.sh`` and read the reward (see the module's documentation); a multi-step task's
         reward comes from its steps' (verified after each, :meth:`next_step`) as Harbor computes it."""
-        if result.status is not TaskStatus.COMPLETED or result.error:
-            return replace(result, metrics={})
         resolved = self._task(task)
         if resolved.task.config.steps:
             records = list(prepared.metadata.get("steps") or [])
-            rewards = steps_module.combine(records, resolved.task.config.reward_strategy)
-            return replace(result, metrics=rewards, artifacts={**result.artifacts, "steps": records})
+            if result.status is TaskStatus.COMPLETED and not result.error:
+                rewards = steps_module.combine(records, resolved.task.config.reward_strategy)
+                return replace(result, metrics=rewards, artifacts={**result.artifacts, "steps": records})
+            if not records:
+                return replace(result, metrics={})
+            # A step's agent failed: the attempt stays a RUN_ERROR, unscored, as a single-step task's agent
+            # failure is; what Harbor scores the trial (it verified each step all the same) is kept beside.
+            try:
+                harbor_reward: dict[str, float] | None = steps_module.combine(
+                    records, resolved.task.config.reward_strategy)
+            except steps_module.NoStepReward:
+                harbor_reward = None
+            return replace(result, metrics={},
+                           artifacts={**result.artifacts, "steps": records, "harbor_reward": harbor_reward})
+        if result.status is not TaskStatus.COMPLETED or result.error:
+            return replace(result, metrics={})
         env = _require(env, "evaluate")
         harbor = resolved.task
         layout = self._layout(plan, env, resolved)
