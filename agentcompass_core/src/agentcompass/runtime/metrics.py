@@ -226,8 +226,10 @@ def aggregate_group(contract: MetricContract, results: Sequence[RunResult], n_un
             total += sum(values)
             clusters.append(values)
         mean = total / n if n else None
-        counted = [v for values in clusters for v in values]
-        figures = {kind: float(AGGREGATIONS[kind](counted)) for kind in contract.aggregates} if counted else {}
+        figures: dict[str, float] = {}
+        if contract.aggregates and n:
+            counted = [v for values in clusters for v in values]
+            figures = {kind: float(AGGREGATIONS[kind](counted)) for kind in contract.aggregates}
         stderr = clustered_stderr(clusters)
         interval = mean_interval(clusters, bounds.get(name))
         metrics[name] = MetricAggregate(
