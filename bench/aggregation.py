@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agentcompass.results.run_dir import RunDirectory
 from agentcompass.results.scores import write_scores
-from agentcompass.results.summary import build_run_info, build_summary
+from agentcompass.results.summary import build_run_info, build_summary, contract_json
 from agentcompass.runtime import RunRequest, RunResult, TaskSpec, TaskStatus
 from agentcompass.runtime.metrics import make_metric_contract
 from agentcompass.runtime.records import RunPlan
@@ -54,7 +54,7 @@ def write_run(path: Path, results: list[RunResult], trials: int) -> None:
     store = RunDirectory.create(path)
     for r in results:
         store.append_result(r)
-    plan = RunPlan("Synthetic", None, "Local", "local", "none", {"scalar": list(CONTRACT.scalar)}, {})
+    plan = RunPlan("Synthetic", None, "Local", "local", "none", contract_json(CONTRACT), {})
     store.write_run_info(build_run_info(req, plan, {}, None, time.time()))
     store.close()
     write_scores(path, {(r.task_id, r.trial): r for r in results}, path / "results.jsonl")  # as a run's end does
