@@ -18,6 +18,11 @@ CPU per task. Target on this machine's 2 cores: the retail domain in at most 30 
 The first run of a data version builds the image (tagged by content, reused afterwards): a one-task warm-up
 run does that before anything is measured.
 
+With ``--env local,docker`` (oracle or scripted) the environments run in interleaved rounds (``--repeat N``)
+and the difference per task-slot, ``(docker wall - local wall) * concurrency / tasks``, is printed with its range
+over the rounds. Each run also prints the CPU time of the CLI's process tree (the head process, the ``docker``
+CLI calls and, under ``local``, the runner processes; not the engine's daemons nor the containers').
+
 ``--env docker+before``: the docker environment as it ran before the static exec server and the cgroup change
 (``--env-arg server=python --env-arg cgroup_parent=``), for a comparison in the same conditions.
 
@@ -41,6 +46,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -60,13 +66,14 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def docker_floor(n: int, concurrency: int) -> float:
+async def docker_floor(n: int, concurrency: int, options: dict[str, str] | None = None) -> float:
     """Seconds for ``n`` containers, ``concurrency`` at once, each: a 16 KB write, two ``python3 -c pass``;
-    with a model-gateway socket, so every container also starts the gateway's forwarder, as in a run."""
+    with a model-gateway socket, so every container also starts the gateway's forwarder, as in a run.
+    ``options``: the docker environment's (``--env-arg``)."""
     from agentcompass.runtime.types import EnvironmentSpec
     from agentcompass_docker.provider import DockerProvider
 
-    provider, spec = DockerProvider(), EnvironmentSpec()
+    provider, spec = DockerProvider(**(options or {})), EnvironmentSpec()
     run_id = f"taubench-floor-{os.getpid()}"
     await provider.setup([spec], run_id=run_id)
     directory = tempfile.mkdtemp(prefix="taubench-floor-")
@@ -117,15 +124,23 @@ def run_once(args: argparse.Namespace, environment: str, out: Path, limit: int |
     if limit is not None:
         command += ["-n", str(limit)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    cpu_before = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"the run failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    args.last_cpu = _children_cpu() - cpu_before
     return wall
 
 
-def report(wall: float, out: Path, domain: str, oracle: bool = True) -> None:
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children and everything they waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def report(wall: float, out: Path, domain: str, oracle: bool = True, cpu: float | None = None) -> None:
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     n = len(records)
     rewards = [r["metrics"].get("reward") for r in records]
@@ -140,6 +155,9 @@ def report(wall: float, out: Path, domain: str, oracle: bool = True) -> None:
     target = TARGET_SECONDS.get(domain) if oracle else None
     verdict = "" if target is None else f"  target <= {target:.0f} s: {'met' if wall <= target else 'NOT met'}"
     print(f"  wall: {wall:.1f} s  ({n / wall:.2f} tasks/s, {wall / n * 1000:.0f} ms per task){verdict}")
+    if cpu is not None:
+        print(f"  CLI process tree CPU: {cpu:.1f} s ({cpu / n * 1000:.0f} ms per task; engine daemons and "
+              f"containers not included)")
     for phase, values in phases.items():
         print(f"  {phase:<9} per task: median {statistics.median(values) * 1000:6.0f} ms, "
               f"p95 {quantile(values, 0.95) * 1000:6.0f} ms")
@@ -168,8 +186,10 @@ def main() -> None:
           f"{os.cpu_count()} CPUs, load average {load:.1f}, docker --env-arg {args.env_arg or '-'}")
     environments = [e.strip() for e in args.env.split(",") if e.strip()]
     if not args.scripted:
-        for environment in environments:
-            measure(args, environment)
+        if len(environments) == 1:
+            measure(args, environments[0])
+        else:
+            interleaved(args, environments)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "taubench"))
     import tb_support
@@ -180,23 +200,54 @@ def main() -> None:
         args.base_url = server.base_url
         for environment in environments:
             run_once(args, environment, Path(tmp) / f"warm-up-{environment}", limit=1)
-        walls: dict[str, list[float]] = {e: [] for e in environments}
-        tasks = 0
-        for i in range(args.repeat):  # interleaved: a change in the machine's load hits every environment alike
-            for environment in environments:
-                out = Path(tmp) / f"{environment}-{i}"
-                wall = run_once(args, environment, out)
-                walls[environment].append(wall)
-                tasks = len((out / "results.jsonl").read_text().splitlines())
-                print(f"== env {environment}, round {i + 1} (load average {os.getloadavg()[0]:.1f}):")
-                report(wall, out, args.domain, oracle=False)
-        print("walls: " + "; ".join(f"{e} {', '.join(f'{w:.1f}' for w in ws)} s" for e, ws in walls.items()))
-        for docker in ("docker", "docker+before"):
-            if {"local", docker} <= set(walls):
-                extra = [(d - lo) * args.concurrency / tasks
-                         for lo, d in zip(walls["local"], walls[docker], strict=True)]
-                print(f"{docker} - local per task (c={args.concurrency}): median {statistics.median(extra):.2f} s, "
-                      f"range {min(extra):.2f}..{max(extra):.2f} s  (target <= 0.5 s)")
+        run_rounds(args, environments, Path(tmp), oracle=False, target=0.5)
+
+
+#: The docker environment's extra wall time per task-slot over ``local`` that the oracle run aims at.
+ORACLE_SLOT_TARGET = 0.3
+
+
+def run_rounds(args: argparse.Namespace, environments: list[str], tmp: Path, *, oracle: bool,
+               target: float) -> None:
+    """``--repeat`` rounds, each running every environment once (interleaved: a change in the machine's load
+    hits every environment alike); then the walls and, for ``local`` with a docker variant, the difference per
+    task-slot: ``(docker wall - local wall) * concurrency / tasks``."""
+    walls: dict[str, list[float]] = {e: [] for e in environments}
+    tasks = 0
+    for i in range(args.repeat):
+        for environment in environments:
+            out = tmp / f"{environment}-{i}"
+            wall = run_once(args, environment, out)
+            walls[environment].append(wall)
+            tasks = len((out / "results.jsonl").read_text().splitlines())
+            print(f"== env {environment}, round {i + 1} (load average {os.getloadavg()[0]:.1f}):")
+            report(wall, out, args.domain, oracle=oracle, cpu=args.last_cpu)
+    print("walls: " + "; ".join(f"{e} {', '.join(f'{w:.1f}' for w in ws)} s" for e, ws in walls.items()))
+    for docker in ("docker", "docker+before"):
+        if {"local", docker} <= set(walls):
+            extra = [(d - lo) * args.concurrency / tasks
+                     for lo, d in zip(walls["local"], walls[docker], strict=True)]
+            print(f"{docker} - local per task (c={args.concurrency}): median {statistics.median(extra):.2f} s, "
+                  f"range {min(extra):.2f}..{max(extra):.2f} s  (target <= {target} s)")
+
+
+def interleaved(args: argparse.Namespace, environments: list[str]) -> None:
+    """The oracle in several environments: a warm-up run each, the docker floor, then interleaved rounds."""
+    with tempfile.TemporaryDirectory(prefix="taubench-bench-") as tmp:
+        for environment in environments:
+            run_once(args, environment, Path(tmp) / f"warm-up-{environment}", limit=1)
+        if any(e.startswith("docker") for e in environments) and not args.no_floor:
+            print_floor(args)
+        run_rounds(args, environments, Path(tmp), oracle=True, target=ORACLE_SLOT_TARGET)
+
+
+def print_floor(args: argparse.Namespace) -> None:
+    n = sum(TASKS.get(d.strip(), 0) for d in args.domain.split(","))
+    options = dict(option.split("=", 1) for option in args.env_arg)
+    floor = asyncio.run(docker_floor(n, args.concurrency, options))
+    print(f"docker floor: {n} containers with the gateway's forwarder, a write and 2 trivial execs each: "
+          f"{floor:.1f} s "
+          f"({floor / n * 1000:.0f} ms per container)")
 
 
 def measure(args: argparse.Namespace, environment: str) -> None:
@@ -204,16 +255,12 @@ def measure(args: argparse.Namespace, environment: str) -> None:
     with tempfile.TemporaryDirectory(prefix="taubench-bench-") as tmp:
         run_once(args, environment, Path(tmp) / "warm-up", limit=1)
         if environment == "docker" and not args.no_floor:
-            n = sum(TASKS.get(d.strip(), 0) for d in args.domain.split(","))
-            floor = asyncio.run(docker_floor(n, args.concurrency))
-            print(f"docker floor: {n} containers with the gateway's forwarder, a write and 2 trivial execs each: "
-                  f"{floor:.1f} s "
-                  f"({floor / n * 1000:.0f} ms per container)")
+            print_floor(args)
         for i in range(args.repeat):
             out = Path(tmp) / f"run{i}"
             wall = run_once(args, environment, out)
             print(f"repetition {i + 1}:")
-            report(wall, out, args.domain)
+            report(wall, out, args.domain, cpu=args.last_cpu)
 
 
 if __name__ == "__main__":

@@ -219,3 +219,15 @@ async def test_a_message_tau2_cannot_take_is_retried_as_tau2_retries():
     result = run.result("mock/create_task_1")
     assert result.status is TaskStatus.RUN_ERROR and "empty message" in (result.error or "")
     assert result.attempt == 2 and len(run.attempts) == 1  # the first attempt was retried
+
+
+def test_the_baked_docker_image_recycles_its_containers_and_nothing_else_does():
+    """Only the runner runs in a taubench environment, so under docker (the baked image) one task's container,
+    once reset, may serve the next (``EnvironmentSpec.recycle``); uploads (``bake=false``) and ``local`` keep
+    their default."""
+    bench = TauBenchBenchmark(domain="mock")
+    task = next(iter(bench.load_tasks(request("oracle"))))
+    assert bench.environment_spec(task, request("oracle", environment="docker")).recycle is True
+    assert bench.environment_spec(task, request("oracle", environment="local")).recycle is False
+    unbaked = TauBenchBenchmark(domain="mock", bake="false")
+    assert unbaked.environment_spec(task, request("oracle", environment="docker")).recycle is False

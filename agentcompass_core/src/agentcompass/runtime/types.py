@@ -89,6 +89,11 @@ class EnvironmentSpec:
     :param storage: a limit on the container's writable layer (docker syntax, e.g. ``"10240m"``), where the
         engine supports it (``docker``: ``--storage-opt size=``, overlay2 on xfs with ``pquota``); where it does
         not, the environment says so in a warning naming it and runs without. ``None``: no limit.
+    :param recycle: a task of this spec changes nothing outside its working directory, ``/tmp`` and ``/dev/shm``
+        (a benchmark that runs only its own code in the environment, never an agent's commands, can promise
+        that), so an environment may hand one task's container, those emptied and every process it left killed,
+        to the next task of the same spec instead of starting a new one (``docker``: saves the engine's
+        container start and removal per task). ``local`` ignores it.
     """
 
     image: str = "python:3.11-slim"
@@ -107,6 +112,7 @@ class EnvironmentSpec:
     build_timeout: float | None = None
     gpus: int | None = None
     storage: str | None = None
+    recycle: bool = False
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_PROFILES:

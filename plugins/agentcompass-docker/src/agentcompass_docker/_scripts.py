@@ -327,3 +327,50 @@ while True:
     connection, _ = server.accept()
     threading.Thread(target=handle, args=(connection,), daemon=True).start()
 """
+
+#: Makes a container ready for its next task (``EnvironmentSpec.recycle``), run by an ``exec`` through its exec
+#: server: ``RESET SERVER_PID WORKDIR``. Every process but PID 1, the server, its keeper and this script's own
+#: ancestors is killed (``SIGKILL``, until none is left: a zombie counts as gone), then the working directory,
+#: ``/tmp`` and ``/dev/shm`` are emptied. Exit status 0 only when all of that holds at the end; otherwise the
+#: provider removes the container instead of handing it on.
+RESET = r"""
+server=$1 workdir=$2
+spare=" 1 $server "
+p=$$
+while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
+  spare="$spare$p "
+  read -r line < "/proc/$p/stat" || break
+  set -- ${line##*) }
+  p=$2
+done
+read -r line < "/proc/$server/stat" || exit 2
+set -- ${line##*) }
+spare="$spare$2 "
+pass=0
+while :; do
+  left=0
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case "$spare" in *" $p "*) continue ;; esac
+    read -r line 2>/dev/null < "$d/stat" || continue
+    set -- ${line##*) }
+    [ "$1" = Z ] && continue
+    kill -9 "$p" 2>/dev/null
+    left=1
+  done
+  [ "$left" = 0 ] && break
+  pass=$((pass + 1))
+  [ "$pass" -ge 50 ] && { echo "processes left after the reset" >&2; exit 3; }
+  sleep 0.02
+done
+cd / || exit 4
+for dir in "$workdir" /tmp /dev/shm; do
+  [ -d "$dir" ] || continue
+  rm -rf -- "$dir"/* "$dir"/.[!.]* "$dir"/..?* 2>/dev/null
+  for entry in "$dir"/* "$dir"/.[!.]* "$dir"/..?*; do
+    [ -e "$entry" ] || [ -L "$entry" ] || continue
+    echo "cannot empty $dir" >&2
+    exit 5
+  done
+done
+"""

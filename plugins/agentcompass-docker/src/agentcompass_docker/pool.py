@@ -70,6 +70,16 @@ class WarmPool(Generic[T]):
                 return task
         return queue.popleft()
 
+    def wants(self, key: Hashable) -> bool:
+        """Whether a predicted open of ``key`` has no container yet (started, starting or given back)."""
+        if self.closed:
+            return False
+        return sum(1 for k in self._predicted if k == key) > len(self._ready.get(key, ()))
+
+    def give(self, key: Hashable, task: asyncio.Task[T]) -> None:
+        """A container back from its task (being made ready by ``task``), for the next open of ``key``."""
+        self._ready[key].append(task)
+
     def refill(self) -> None:
         """Start containers for the next ``size`` predicted opens that have none yet."""
         if self.closed or self.size <= 0:

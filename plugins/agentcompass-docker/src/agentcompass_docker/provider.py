@@ -73,6 +73,8 @@ log = get_logger(plugin="docker")
 
 #: The default pool size (``prestart`` unset) is the run's concurrency, at most this.
 AUTO_PRESTART_LIMIT = 8
+#: Seconds a container's reset for its next task (``EnvironmentSpec.recycle``) may take.
+RESET_TIMEOUT = 30.0
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -567,6 +569,12 @@ class DockerProvider(EnvironmentProvider):
                 self._ends[session] = end
             else:
                 exec_dir = None
+                if isinstance(session, ServerSession) and self._recycle(session):
+                    end = asyncio.get_running_loop().create_future()
+                    end.set_result(None)
+                    self._ends[session] = end
+                    self._sessions.pop(session.container_id, None)
+                    return
                 if isinstance(session, ServerSession):
                     exec_dir = session.exec_dir
                     if session.relay is not None:
@@ -588,6 +596,43 @@ class DockerProvider(EnvironmentProvider):
             log.warning("docker.remove_slow", container=session.name, seconds=self.options.close_timeout)
         finally:
             self._sessions.pop(session.container_id, None)
+
+    def _recycle(self, session: ServerSession) -> bool:
+        """A closed session of a ``recycle`` spec: hand its container to the pool (reset first, by
+        :meth:`_reset`) when a coming open of the same spec has none yet. False: end it as usual."""
+        if not session.recyclable or session.egress is not None:
+            return False
+        key = pool_key(session.spec)
+        if not self._pool.wants(key):
+            return False
+        self._pool.give(key, asyncio.ensure_future(self._reset(session.started, session.spec)))
+        return True
+
+    async def _reset(self, started: Started, spec: EnvironmentSpec) -> Started:
+        """Kill every process a task left in ``started``'s container and empty its working directory, ``/tmp`` and
+        ``/dev/shm`` (:data:`~agentcompass_docker._scripts.RESET`); the container, ready for the next task. A reset
+        that fails (or is cancelled) removes the container and raises."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        reset = ServerSession(self, started, spec=spec, task_id="", base_env={})
+        try:
+            result = await reset.exec(["sh", "-c", _scripts.RESET, "ac-reset", str(started.server_pid), spec.workdir],
+                                      timeout=RESET_TIMEOUT, cwd="/")
+            if result.returncode != 0:
+                raise InfrastructureError(f"container {started.plan.name} could not be reset for its next task "
+                                          f"(status {result.returncode}): {result.stderr.strip()[-300:]}")
+        except BaseException as exc:
+            if started.relay is not None:
+                started.relay.close()
+                self._relays.discard(started.relay)
+            self._remove_soon(started.container_id, started.exec_dir)
+            if not isinstance(exc, asyncio.CancelledError):
+                log.warning("docker.recycle_failed", container=started.plan.name, error=describe(exc))
+            raise
+        finally:
+            reset.shutdown()
+        log.debug("docker.recycled", container=started.plan.name, seconds=round(loop.time() - began, 4))
+        return dataclasses.replace(started, seconds={"reset": loop.time() - began})
 
     async def drain(self) -> None:
         """Wait until every removal started by ``close`` has finished, and every background hunt for the

@@ -24,10 +24,10 @@ from typing import Any
 
 from agentcompass.errors import InfrastructureError
 from agentcompass.runtime.liveness import sign_of_life
-from agentcompass.runtime.types import EnvironmentSpec, ExecResult
+from agentcompass.runtime.types import EnvironmentSpec, ExecResult, NetworkPolicy
 
 from agentcompass_docker import exec_dirs
-from agentcompass_docker.containers import ContainerPlan
+from agentcompass_docker.containers import LABEL_POOL, ContainerPlan
 from agentcompass_docker.engine import file_error
 from agentcompass_docker.exec_protocol import CANCEL_KILL_WINDOW, ExecOutput, exec_result
 from agentcompass_docker.host import SessionHost
@@ -92,6 +92,11 @@ class ServerSession(DockerSession):
         #: Where the container's start went (seconds: ``create_start``, ``server_ready``; ``pooled`` 1.0 when
         #: the warm pool started it), for benchmarks and logs.
         self.start_seconds = {**started.seconds, "pooled": float(pooled)}
+        #: The container as it was handed over (a ``recycle`` spec's goes back to the pool from it).
+        self.started = started
+        #: Whether the container may go on to another task after this one (``EnvironmentSpec.recycle``): a pool
+        #: container (no task's label) on the server path whose network was never switched.
+        self.recyclable = spec.recycle and not started.fallback and LABEL_POOL in started.plan.create["labels"]
 
     # -- the server ----------------------------------------------------------------------------------
 
@@ -145,6 +150,10 @@ class ServerSession(DockerSession):
         except (ServerGone, TimeoutError, OSError):
             return False
         return reply.get("status") == 0
+
+    async def set_network(self, policy: NetworkPolicy) -> None:
+        self.recyclable = False  # a switched network is not the spec's: the container is not handed on
+        await super().set_network(policy)
 
     async def _send_writes(self, args: list[str]) -> None:
         if self.fallback:

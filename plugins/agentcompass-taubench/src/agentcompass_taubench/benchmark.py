@@ -190,10 +190,13 @@ class TauBenchBenchmark(HarnessFreeBenchmark):
 
     def environment_spec(self, task: TaskSpec, req: RunRequest) -> EnvironmentSpec:
         """``python:3.11-slim`` with no network. Under docker (unless ``-b bake=false``) an image built from it
-        holds the runner and the data, so that a task's container only needs its request."""
+        holds the runner and the data, so that a task's container only needs its request; and since only the
+        runner runs there (the agent's tools are the runner's own code, never commands), writing nothing but its
+        request and outputs in the working directory, a container goes on to the next task once reset
+        (``recycle``)."""
         if self._baked(req.environment):
-            return EnvironmentSpec(image=data.BASE_IMAGE, build_context=str(self.staging.context(self.root,
-                                                                                                 self.domains)))
+            return EnvironmentSpec(image=data.BASE_IMAGE, recycle=True,
+                                   build_context=str(self.staging.context(self.root, self.domains)))
         return EnvironmentSpec(image=data.BASE_IMAGE)
 
     def _baked(self, environment: str) -> bool:
