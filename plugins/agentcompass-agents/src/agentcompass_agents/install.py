@@ -81,10 +81,13 @@ def recipe(agent: AgentSpec, version: str, builder: str = DEFAULT_BUILDER, ca_bu
     # A Python built from source has steps of its own (cpython_bundle.py, beside bundle.py): bundle.py and so
     # the other agents' bundles stay as they are.
     script, kind, steps = "bundle.py", f"{agent.runtime} ", ""
+    packages: tuple[str, ...] = (agent.package, version, *agent.also)
     if agent.python:
         script, kind = "cpython_bundle.py", ""
         steps = "COPY cpython_bundle.py /opt/agentcompass/cpython_bundle.py\n"
-    packages = (agent.package, version, *agent.also)
+        if agent.constraints and version == agent.version:  # pinned for the pinned version only
+            steps += f"COPY {agent.constraints} /opt/agentcompass/{agent.constraints}\n"
+            packages = (f"--constraint=/opt/agentcompass/{agent.constraints}", *packages)
     driver = entry = ""
     if agent.driver:
         driver = f"COPY {agent.driver}.py {dest}/pkg/{agent.driver}.py\n"
@@ -165,6 +168,8 @@ class Installer:
         if agent.python:
             files["cpython.sh"] = CPYTHON_SCRIPT.read_bytes()
             files["cpython_bundle.py"] = CPYTHON_BUNDLE_SCRIPT.read_bytes()
+        if agent.constraints and version == agent.version:
+            files[agent.constraints] = (BUNDLE_SCRIPT.parent / agent.constraints).read_bytes()
         if agent.driver:
             files[f"{agent.driver}.py"] = (DRIVERS / f"{agent.driver}.py").read_bytes()
         if ca is not None:

@@ -3,8 +3,9 @@ for a Python agent whose interpreter ``cpython.sh`` built (an agent that needs a
 builder's 3.11). The same steps as ``bundle.py``'s ``python`` ones, with that interpreter:
 
 * ``runtime DEST`` — copies the built CPython (:data:`CPYTHON`) into ``DEST/runtime``;
-* ``install DEST PACKAGE VERSION [PACKAGE...]`` — installs the agent and the other packages named, at the same
-  version, into ``DEST/pkg`` with that interpreter's pip;
+* ``install DEST [--constraint=FILE] PACKAGE VERSION [PACKAGE...]`` — installs the agent and the other packages
+  named, at the same version, into ``DEST/pkg`` with that interpreter's pip (their dependencies pinned by
+  ``FILE``);
 * ``finish DEST NAME PACKAGE [MODULE:FUNCTION]`` — ``bundle.py``'s ``finish`` (launcher, supervisor, shared
   libraries relinked) with that interpreter, the launcher calling ``MODULE:FUNCTION`` (a driver shipped in
   ``DEST/pkg``) instead of a console script when one is named.
@@ -34,11 +35,12 @@ def runtime(dest: Path) -> None:
     bundle.run(str(_python(dest)), "--version")
 
 
-def install(dest: Path, package: str, version: str, *others: str) -> None:
+def install(dest: Path, package: str, version: str, *others: str, constraint: str = "") -> None:
     pkg = dest / "pkg"
     pkg.mkdir(parents=True, exist_ok=True)
     bundle.run(str(_python(dest)), "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check",
-               "--target", str(pkg), *(f"{p}=={version}" for p in (package, *others)))
+               *([constraint] if constraint else []), "--target", str(pkg),
+               *(f"{p}=={version}" for p in (package, *others)))
 
 
 def finish(dest: Path, name: str, package: str, entry: str = "") -> None:
@@ -54,7 +56,9 @@ def main(argv: list[str]) -> None:
     if command == "runtime":
         runtime(dest)
     elif command == "install":
-        install(dest, argv[2], argv[3], *argv[4:])
+        rest = argv[2:]
+        constraint = rest.pop(0) if rest and rest[0].startswith("--constraint=") else ""
+        install(dest, rest[0], rest[1], *rest[2:], constraint=constraint)
     elif command == "finish":
         finish(dest, argv[2], argv[3], *argv[4:5])
     else:
