@@ -43,6 +43,7 @@ class OpenHands(InstalledAgent):
             "LLM_API_KEY": ctx.gateway.get("OPENAI_API_KEY", ""),
             "LLM_MODEL": MODEL,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "OPENHANDS_SUPPRESS_BANNER": "1",
             **OBSERVABILITY_OFF,
         }
 
