@@ -13,7 +13,7 @@ from typing import Any
 from agentcompass.testing import text
 
 #: Shell tools by name, as each agent offers them.
-SHELL_TOOLS = ("bash", "Bash", "run_shell_command", "shell", "exec_command", "local_shell")
+SHELL_TOOLS = ("bash", "Bash", "run_shell_command", "shell", "exec_command", "local_shell", "terminal")
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 

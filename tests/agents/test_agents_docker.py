@@ -33,9 +33,9 @@ MODEL = "openai-compatible/loopback"
 KEY_VARIABLE = "AGENTCOMPASS_AGENTS_TEST_KEY"
 SECRET = "sk-provider-secret-" + secrets.token_hex(8)
 #: Agents with a shell tool, checked end to end here (claude-code over the gateway's Messages endpoint, codex
-#: over Responses, gemini-cli over the Gemini API, the others chat completions). aider, which edits through
-#: text and runs no shell tool, has a test of its own below.
-TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex", "claude-code", "gemini-cli")
+#: over Responses, gemini-cli over the Gemini API, the others chat completions; openhands through its terminal
+#: tool). aider, which edits through text and runs no shell tool, has a test of its own below.
+TOOL_AGENTS = ("mini-swe-agent", "opencode", "qwen-code", "codex", "claude-code", "gemini-cli", "openhands")
 #: Words in a failed install's log that mean the registry was out of reach (a skip, not a failure).
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "Temporary failure in name resolution",
                "Could not resolve", "No matching distribution", "Network is unreachable", "ConnectTimeout")
@@ -190,6 +190,26 @@ async def test_aider_edits_through_its_edit_format_and_scores_1_or_0(name: str, 
     run = await run_agent("aider", aider_whole(wrong), "example_coding", tmp_path / "wrong", task_ids=["roman"])
     assert run.result("roman").status is TaskStatus.COMPLETED
     assert run.metric("score") == {"roman": 0.0}
+
+
+@pytest.mark.parametrize("name", ["openhands"])
+async def test_openhands_at_its_iteration_limit_is_a_run_error_naming_it(name: str, tmp_path: Path) -> None:
+    # Two commands to run, one iteration allowed (max_turns): OpenHands stops itself with its own error event;
+    # the driver says how the conversation ended, and everything it did is kept.
+    job = Job("/app/hello.txt", "hello", "cat /app/hello.txt")
+    run = await run_agent(name, tool_agent(job), "harbor", tmp_path / "run", task_ids=["hello"],
+                          benchmark_args={"path": str(harbor_tasks(tmp_path / "tasks"))},
+                          harness_args={"max_turns": "1"})
+    result = run.result("hello")
+    assert result.status is TaskStatus.RUN_ERROR, result.error
+    assert "openhands exited with status 1" in (result.error or "")
+    assert "the conversation ended error" in (result.error or ""), result.error
+    record = result.artifacts["agent"]
+    assert record["stop_reason"] == "error" and record["tool_calls"] == 1, record
+    assert any("maximum iterations limit (1)" in e for e in record["agent_errors"]), record
+    assert len(job.outputs) == 0  # the model was asked once: the limit came before a second call
+    assert any(p.name == "result.json" for p in (run.run_dir / "artifacts").rglob("*"))
+    no_secret_in(run.run_dir)
 
 
 @pytest.mark.parametrize("name", ["opencode"])

