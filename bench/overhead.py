@@ -111,6 +111,8 @@ def timed_scan_observer(host):  # type: ignore[no-untyped-def]
 def run_once(n: int, concurrency: int, latency: float, otel: str = "off", scan: bool = False) -> float:
     """Seconds to run N tasks; ``otel``: ``off`` (the plugin loaded, tracing off), ``on`` or ``absent``;
     ``scan``: with every built-in scanner as ``run --scan`` registers them."""
+    if otel == "on":
+        os.environ["AGENTCOMPASS_OTEL"] = "1"  # read as the plugins are loaded: off, the plugin registers no hook
     host = load_plugins()
     host.add_plugin(BenchPlugin(), "bench")
     if scan:
@@ -119,8 +121,6 @@ def run_once(n: int, concurrency: int, latency: float, otel: str = "off", scan: 
         host.add_plugin(timed_scan_observer(host), SCAN_PLUGIN)
     if otel == "absent":
         host.remove_plugin("otel")
-    elif otel == "on":
-        os.environ["AGENTCOMPASS_OTEL"] = "1"
     req = RunRequest(benchmark="bench_calls", harness="none", model="mock", benchmark_args={"n": str(n)},
                      model_args={"latency": str(latency)} if latency else {}).with_options(concurrency=concurrency)
     with tempfile.TemporaryDirectory() as tmp:

@@ -343,6 +343,11 @@ class RunTracing:
     def is_enabled(self) -> bool:
         return self.enabled if self.enabled is not None else enabled_by_env()
 
+    def agentcompass_observing(self) -> bool:
+        """Asked when the plugin is registered (:data:`agentcompass.plugins.OBSERVING_ATTR`): while tracing is off
+        no hook of this plugin is registered, so a run pays nothing for it, not even a call per event."""
+        return self.is_enabled()
+
     @hookimpl
     def agentcompass_run_started(self, run_id: str, request: RunRequest, run_dir: str) -> None:
         if not self.is_enabled():
