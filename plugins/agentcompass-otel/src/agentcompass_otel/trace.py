@@ -69,6 +69,22 @@ def make_exporter(protocol: str, report: Callable[[str], None] | None = None) ->
     return GuardedExporter(OTLPSpanExporter(), traces_endpoint(protocol), report=report)
 
 
+def _hashed_once(resource: Resource) -> Resource:
+    """``resource``, its hash computed once: the SDK's OTLP encoder hashes the resource of every span it encodes
+    (a JSON dump of its attributes each time), and a resource's attributes cannot change."""
+    from opentelemetry.sdk.resources import Resource
+
+    class HashedOnce(Resource):
+        def __init__(self, attributes: Any, schema_url: str | None = None) -> None:
+            super().__init__(attributes, schema_url)
+            self._hash = super().__hash__()
+
+        def __hash__(self) -> int:
+            return self._hash
+
+    return HashedOnce(resource.attributes, resource.schema_url)
+
+
 def provider_of(model_id: str) -> str:
     """The GenAI ``system`` of a model id: its provider (``openai`` of ``openai/gpt-4o``; ``mock``)."""
     return model_id.split("/", 1)[0] if "/" in model_id else model_id
@@ -176,9 +192,16 @@ class RunTrace:
     #: The sampler's verdict on the run's span holds for all its spans.
     _recording: bool = attrs.field(init=False)
     _ids: IdGenerator = attrs.field(init=False)
+    _parts: tuple[Any, ...] = attrs.field(init=False)
     closed: bool = False
 
     def __attrs_post_init__(self) -> None:
+        from opentelemetry.sdk.trace import ReadableSpan
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        # what every span is made with, looked up once (the flags and the unset status are immutable)
+        self._parts = (ReadableSpan, SpanContext, SpanKind.INTERNAL, TraceFlags(TraceFlags.SAMPLED),
+                       Status(StatusCode.UNSET))
         self._root_context = self.root.get_span_context()
         self._recording = self.root.is_recording()
         self._ids = self.provider.id_generator
@@ -197,7 +220,8 @@ class RunTrace:
         resource = Resource.create()
         if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
             resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
-        provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # the run's end shuts it down
+        # the run's end shuts it down
+        provider = TracerProvider(resource=_hashed_once(resource), shutdown_on_exit=False)
         queue = int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or QUEUE_SIZE)
         processor = BatchSpanProcessor(exporter, max_queue_size=queue)
         provider.add_span_processor(processor)
@@ -241,17 +265,13 @@ class RunTrace:
 
     def _span(self, name: str, span_id: int, parent: int, start: int, end: int, attributes: dict[str, Any],
               status: Status | None = None, kind: SpanKind | None = None) -> None:
-        from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
+        readable_span, span_context, internal, sampled, unset = self._parts
         root = self._root_context
-        context = SpanContext(root.trace_id, span_id, False, TraceFlags(TraceFlags.SAMPLED), root.trace_state)
-        parent_context = SpanContext(root.trace_id, parent, False, TraceFlags(TraceFlags.SAMPLED),
-                                     root.trace_state)
-        span = ReadableSpan(name=name, context=context, parent=parent_context, resource=self.resource,
-                            attributes=attributes, kind=kind or SpanKind.INTERNAL, start_time=start, end_time=end,
-                            instrumentation_scope=self.scope,
-                            status=Status(StatusCode.UNSET) if status is None else status)
+        context = span_context(root.trace_id, span_id, False, sampled, root.trace_state)
+        parent_context = span_context(root.trace_id, parent, False, sampled, root.trace_state)
+        span = readable_span(name=name, context=context, parent=parent_context, resource=self.resource,
+                             attributes=attributes, kind=kind or internal, start_time=start, end_time=end,
+                             instrumentation_scope=self.scope, status=unset if status is None else status)
         self.processor.on_end(span)
 
     def _end_attempt(self, attempt: _Attempt, key: tuple[str, int, int], status: str, error: str | None,
