@@ -14,7 +14,8 @@ Prints:
 With ``--otel``, instead: the cost of OpenTelemetry tracing (agentcompass-otel) at 0 ms model latency, the
 worst case — per-task time with tracing on (spans exported over OTLP/HTTP to a sink on loopback, in a child
 process) against off (the plugin installed, ``--otel`` not given) and absent (the plugin not loaded), the
-median of 5 alternating runs each at concurrency 8 and 100.
+median of 5 alternating runs each at concurrency 8 and 100; and the same runs' CPU time per task, of the run's
+process (all its threads) and of the exporting child process agentcompass-otel sends the spans through.
 
 With ``--scan``, instead: the cost of ``run --scan`` with every built-in scanner (each attempt's transcript
 scanned as it finishes, from the records the run hands over) against the same run without it, the median of 5
