@@ -14,7 +14,8 @@ Prints:
 With ``--otel``, instead: the cost of OpenTelemetry tracing (agentcompass-otel) at 0 ms model latency, the
 worst case — per-task time with tracing on (spans exported over OTLP/HTTP to a sink on loopback, in a child
 process) against off (the plugin installed, ``--otel`` not given) and absent (the plugin not loaded), the
-median of 5 alternating runs each at concurrency 8 and 100.
+median of 5 alternating runs each at concurrency 8 and 100; and the same runs' CPU time per task, of the run's
+process (all its threads) and of the exporting child process agentcompass-otel sends the spans through.
 
 With ``--scan``, instead: the cost of ``run --scan`` with every built-in scanner (each attempt's transcript
 scanned as it finishes, from the records the run hands over) against the same run without it, the median of 5
@@ -111,6 +112,8 @@ def timed_scan_observer(host):  # type: ignore[no-untyped-def]
 def run_once(n: int, concurrency: int, latency: float, otel: str = "off", scan: bool = False) -> float:
     """Seconds to run N tasks; ``otel``: ``off`` (the plugin loaded, tracing off), ``on`` or ``absent``;
     ``scan``: with every built-in scanner as ``run --scan`` registers them."""
+    if otel == "on":
+        os.environ["AGENTCOMPASS_OTEL"] = "1"  # read as the plugins are loaded: off, the plugin registers no hook
     host = load_plugins()
     host.add_plugin(BenchPlugin(), "bench")
     if scan:
@@ -119,8 +122,6 @@ def run_once(n: int, concurrency: int, latency: float, otel: str = "off", scan: 
         host.add_plugin(timed_scan_observer(host), SCAN_PLUGIN)
     if otel == "absent":
         host.remove_plugin("otel")
-    elif otel == "on":
-        os.environ["AGENTCOMPASS_OTEL"] = "1"
     req = RunRequest(benchmark="bench_calls", harness="none", model="mock", benchmark_args={"n": str(n)},
                      model_args={"latency": str(latency)} if latency else {}).with_options(concurrency=concurrency)
     with tempfile.TemporaryDirectory() as tmp:
@@ -196,6 +197,12 @@ def scan_overhead(n: int) -> None:
               f"({inside / cpu_off * 100:.1f}% of the run's CPU without it: the figure a busy machine moves least)")
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's children that ended and were waited for (the exporting processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def otel_overhead(n: int) -> None:
     print(f"OpenTelemetry overhead — N={n} tasks × K={K} in-process mock calls, 0 ms latency, local environment; "
           f"median of 5 alternating runs")
@@ -203,14 +210,27 @@ def otel_overhead(n: int) -> None:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
         for concurrency in (8, 100):
             times: dict[str, list[float]] = {"absent": [], "off": [], "on": []}
+            cpu: dict[str, list[float]] = {mode: [] for mode in times}
+            child_cpu: dict[str, list[float]] = {mode: [] for mode in times}
             for _ in range(5):
                 for mode in times:
+                    started, children = time.process_time(), _children_cpu()
                     times[mode].append(run_once(n, concurrency, 0.0, otel=mode))
+                    cpu[mode].append(time.process_time() - started)
+                    child_cpu[mode].append(_children_cpu() - children)
             med = {mode: statistics.median(t) / n * 1000 for mode, t in times.items()}
             print(f"  concurrency {concurrency:>3}: plugin absent {med['absent']:.3f} ms/task, tracing off "
                   f"{med['off']:.3f} ms/task ({(med['off'] / med['absent'] - 1) * 100:+.1f}%), tracing on "
                   f"{med['on']:.3f} ms/task ({(med['on'] / med['off'] - 1) * 100:+.1f}% against off; "
                   f"target ≤ 10%)")
+            # CPU time (what a busy machine moves least): this process, all its threads; and the exporting
+            # child process's (agentcompass-otel makes, encodes and sends the spans there, off the run's process)
+            c = {mode: statistics.median(t) / n * 1000 for mode, t in cpu.items()}
+            child = statistics.median(child_cpu["on"]) / n * 1000
+            print(f"      CPU of the run's process: absent {c['absent']:.3f} ms/task, off {c['off']:.3f} ms/task "
+                  f"({(c['off'] / c['absent'] - 1) * 100:+.1f}%), on {c['on']:.3f} ms/task "
+                  f"({(c['on'] / c['off'] - 1) * 100:+.1f}% against off); the exporting process's {child:.3f} "
+                  f"ms/task; load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:

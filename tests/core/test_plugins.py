@@ -187,3 +187,40 @@ def test_plugins_list_names_each_harness_default_limits_per_attempt():
     table = run_cli_subprocess("plugins", "list", testing=False).stdout
     assert "limits of react: 1,000,000 tokens per attempt (change with --harness-arg" in table
     assert "claude-code, codex" in table
+
+
+def test_an_observer_switched_off_at_registration_registers_no_observer_hook():
+    """``agentcompass_observing()`` answering False as the plugin is added leaves its observer hooks out of the
+    plugin manager (no call per event), keeps its registrations, and ``refresh_observers`` asks again."""
+    calls: list[str] = []
+
+    class Plugin:
+        on = False
+
+        def agentcompass_observing(self):
+            return self.on
+
+        @hookimpl
+        def register_harnesses(self, register):
+            register("hx", lambda **o: None)
+
+        @hookimpl
+        def agentcompass_task_event(self, event):
+            calls.append(event)
+
+    plugin = Plugin()
+    host = load_plugins([], only="")
+    record = host.add_plugin(plugin, "switchable")
+    assert record.loaded and record.hooks == ["register_harnesses"] and host.names("harness") == ["hx"]
+    assert not [i for i in host.pm.hook.agentcompass_task_event.get_hookimpls() if i.plugin_name == "switchable"]
+    host.notify("agentcompass_task_event", event="e1")
+    assert calls == []
+    plugin.on = True
+    assert host.refresh_observers("switchable") is True
+    assert record.hooks == ["agentcompass_task_event", "register_harnesses"] and host.names("harness") == ["hx"]
+    host.notify("agentcompass_task_event", event="e2")
+    assert calls == ["e2"]
+    plugin.on = False
+    assert host.refresh_observers("switchable") is False and host.refresh_observers("no-such-plugin") is False
+    host.notify("agentcompass_task_event", event="e3")
+    assert calls == ["e2"]

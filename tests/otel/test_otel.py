@@ -159,3 +159,30 @@ def test_no_collector_is_one_warning_line_and_no_wait_at_exit(tmp_path: Path) ->
     assert elapsed < baseline + 4.0, (elapsed, baseline)  # it once added about 7 s; 4 s leaves room for load
     logged = [e for e in jsonl(tmp_path / "run" / "logs.jsonl") if e.get("event") == "otel.export_failed"]
     assert logged and logged[0]["endpoint"] == f"{endpoint}/v1/traces"
+
+
+async def test_the_installed_plugin_registers_no_hook_while_tracing_is_off(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Off (no ``--otel``, no ``$AGENTCOMPASS_OTEL``), the installed plugin registers no observer hook at all: a
+    run calls none of its methods. Switched on before loading, or by ``refresh_observers`` (``run --otel``),
+    it registers them."""
+    from agentcompass import hookimpl
+    from agentcompass.plugins import OBSERVER_HOOKS
+
+    monkeypatch.delenv("AGENTCOMPASS_OTEL", raising=False)
+    called: list[str] = []
+    for hook in ("agentcompass_run_started", "agentcompass_task_event", "agentcompass_model_call",
+                 "agentcompass_run_finished"):
+        monkeypatch.setattr(RunTracing, hook, hookimpl(lambda self, *a, _h=hook, **k: called.append(_h)))
+    host = load_plugins()
+    assert host.records["otel"].loaded and host.records["otel"].hooks == []
+    assert not [impl for hook in OBSERVER_HOOKS for impl in getattr(host.pm.hook, hook).get_hookimpls()
+                if impl.plugin_name == "otel"]
+    run = await run_benchmark("example_interactive", host=host, run_dir=tmp_path / "run", limit=2)
+    assert run.exit_code == 0 and called == []
+
+    monkeypatch.setenv("AGENTCOMPASS_OTEL", "1")
+    assert host.refresh_observers("otel") is True
+    traced = {"agentcompass_run_started", "agentcompass_task_event", "agentcompass_model_call",
+              "agentcompass_run_finished"}
+    assert set(host.records["otel"].hooks) == traced
+    assert set(load_plugins().records["otel"].hooks) == traced

@@ -46,6 +46,11 @@ REGISTRATION_HOOKS: dict[str, str] = {
 OBSERVER_HOOKS = frozenset({"agentcompass_run_started", "agentcompass_task_event", "agentcompass_model_call",
                             "agentcompass_result_recorded", "agentcompass_run_warning", "agentcompass_run_signal",
                             "agentcompass_run_finished", "agentcompass_run_control"})
+#: A plugin object may define ``agentcompass_observing() -> bool``: asked when the plugin is registered, a false
+#: answer leaves its observer hooks unregistered, so an observer that is installed but switched off (``otel``
+#: without ``--otel``) costs the runs nothing, not even a call per event. :meth:`PluginHost.refresh_observers`
+#: asks again (``run --otel`` switches tracing on after the plugins were loaded).
+OBSERVING_ATTR = "agentcompass_observing"
 
 
 def make_plugin_manager() -> pluggy.PluginManager:
@@ -106,12 +111,16 @@ class _Registered:
     def __init__(self, plugin: object, name: str, pm: pluggy.PluginManager) -> None:
         self.__dict__["_plugin"] = plugin
         marker = f"{hookspecs.PROJECT_NAME}_impl"
+        observing = getattr(plugin, OBSERVING_ATTR, None)
+        observes = bool(observing()) if callable(observing) else True
         for attr in dir(plugin):
             opts = pm.parse_hookimpl_opts(plugin, attr)
             if opts is None:
                 continue
             function = getattr(plugin, attr)
             hook = opts.get("specname") or attr
+            if hook in OBSERVER_HOOKS and not observes:
+                continue
             if hook in OBSERVER_HOOKS and not (opts.get("wrapper") or opts.get("hookwrapper")):
                 function = _guarded(function, name, hook)
                 setattr(function, marker, dict(opts))
@@ -170,9 +179,7 @@ class PluginHost:
         for reg in registrations:
             self.registry[reg.kind][reg.name] = reg
         record.loaded = True
-        record.hooks = sorted(
-            caller.name for caller in (self.pm.get_hookcallers(plugin) or []) if caller.name != "__init__"
-        )
+        record.hooks = self._hooks_of(plugin)
         record.registers = {
             kind: sorted(r.name for r in registrations if r.kind == kind)
             for kind in REGISTRATION_HOOKS
@@ -184,6 +191,26 @@ class PluginHost:
                          and isinstance(limits := getattr(r.factory, "default_limits", None), AttemptLimits)
                          and (limits.max_calls or limits.max_tokens)}
         return record
+
+    def _hooks_of(self, plugin: object) -> list[str]:
+        return sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []) if caller.name != "__init__")
+
+    def refresh_observers(self, name: str) -> bool:
+        """Register plugin ``name`` anew so that its ``agentcompass_observing`` (:data:`OBSERVING_ATTR`) is asked
+        again, keeping what it registered; whether it now observes (``False`` also when no such plugin is
+        loaded). Call it between runs, not during one."""
+        current = self.pm.get_plugin(name)
+        if current is None:
+            return False
+        plugin = current.__dict__["_plugin"] if isinstance(current, _Registered) else current
+        self.pm.unregister(name=name)
+        registered = _Registered(plugin, name, self.pm)
+        self.pm.register(registered, name=name)
+        hooks = self._hooks_of(registered)
+        record = self.records.get(name)
+        if record is not None:
+            record.hooks = hooks
+        return any(hook in OBSERVER_HOOKS for hook in hooks)
 
     def remove_plugin(self, name: str) -> None:
         """Unregister a plugin and forget what it registered."""

@@ -142,6 +142,7 @@ def enable_otel(host: Any) -> None:
         raise CLIError(f"--otel needs the agentcompass-otel plugin{why}; install it (pip install "
                        "agentcompass-otel) and check 'agentcompass plugins list'")
     os.environ[OTEL_ENV] = "1"
+    host.refresh_observers(OTEL_PLUGIN)  # it registered no observer while tracing was off
 
 
 def scan_observer(host: Any, names: tuple[str, ...]) -> Any:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import os
 import socket
 import sys
 import threading
@@ -24,14 +23,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from agentcompass.runtime.logs import get_logger
-from agentcompass.runtime.shortening import shorten
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from agentcompass_otel.trace import traces_endpoint  # noqa: F401  (where it was)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
-
-log = get_logger(plugin="otel")
 
 #: Seconds a batch waits for a TCP connection to a collector not known to answer; past it the batch is dropped.
 PROBE_TIMEOUT = 0.5
@@ -44,17 +41,6 @@ EXPORTER_LOGGERS = (
 #: Characters of the SDK's last message a warning quotes.
 REASON_CHARS = 200
 DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def traces_endpoint(protocol: str) -> str:
-    """Where the SDK's exporter of ``protocol`` sends spans, from the standard variables as it reads them."""
-    explicit = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip()
-    if explicit:
-        return explicit
-    base = (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
-    if protocol == "grpc":
-        return base or "http://localhost:4317"
-    return (base or "http://localhost:4318").rstrip("/") + "/v1/traces"
 
 
 def probe(endpoint: str, timeout: float = PROBE_TIMEOUT) -> str | None:
@@ -113,8 +99,11 @@ class GuardedExporter(SpanExporter):
     """``inner``, sending to ``endpoint``, that drops a batch at once when the collector does not take TCP
     connections and reports the first failure once through ``warn`` (one line)."""
 
-    def __init__(self, inner: SpanExporter, endpoint: str, warn: Callable[[str], None] = stderr_line) -> None:
+    def __init__(self, inner: SpanExporter, endpoint: str, warn: Callable[[str], None] = stderr_line,
+                 report: Callable[[str], None] | None = None) -> None:
         self.inner = inner
+        #: Takes every failure's message instead of the log and ``warn`` (in the exporting process).
+        self._report = report
         self.endpoint = endpoint
         self._warn = warn
         #: The context it was made in (the run's), so that its events land in the run's ``logs.jsonl``.
@@ -140,14 +129,22 @@ class GuardedExporter(SpanExporter):
         self._reachable = result is SpanExportResult.SUCCESS
         if not self._reachable:
             self.dropped += len(spans)
+            from agentcompass.runtime.shortening import shorten  # only on a failure (the exporting process)
+
             reason = shorten(self._sdk.message or "no reason given", REASON_CHARS)
             self._warn_once(f"the OTLP collector at {self.endpoint} did not take this run's spans ({reason}); "
                             "spans that fail are dropped")
         return result
 
     def _warn_once(self, message: str) -> None:
+        if self._report is not None:
+            self._report(message)
+            return
+        from agentcompass.runtime.logs import get_logger
+
         with contextlib.suppress(Exception):  # the run's log may be closed (or the context in use): the line stays
-            self._context.run(log.warning, "otel.export_failed", endpoint=self.endpoint, detail=message)
+            self._context.run(get_logger(plugin="otel").warning, "otel.export_failed", endpoint=self.endpoint,
+                              detail=message)
         if not self._warned:
             self._warned = True
             self._warn(f"warning: otel: {message}")
