@@ -185,7 +185,7 @@ def inspect_child(n: int) -> None:
                     scorer=includes())
         log = inspect_eval(task, model="mockllm/model", model_args={"custom_outputs": reply}, display="none",
                            log_dir=tmp, max_samples=100, max_connections=100)[0]
-    assert log.status == "success" and len(log.samples or []) == n, (log.status, log.error)
+        assert log.status == "success" and len(log.samples or []) == n, (log.status, log.error)
 
 
 def child_cost(args: list[str], env: dict[str, str]) -> tuple[float, float]:
