@@ -15,13 +15,11 @@ from pathlib import Path
 from agentcompass.errors import UsageError
 from agentcompass.models.access import CallSource
 from agentcompass.models.call_cache import CacheSource, CallCache, parse_expiry
+from agentcompass.models.faults import FaultSource
 from agentcompass.models.replay import OfflineModel, Recording, Replay
 from agentcompass.runtime.models import ModelClient
 from agentcompass.runtime.seeds import new_run_seed
 from agentcompass.runtime.types import RunRequest
-
-# ``FaultSource`` (agentcompass.models.faults, which serves through aiohttp) is imported only by a run that asks
-# for faults: a run without them does not pay for aiohttp's import (tests/core/test_startup_imports.py).
 
 
 def call_sources(req: RunRequest, models: Mapping[str, str]) -> tuple[CallSource, ...]:
@@ -34,8 +32,6 @@ def call_sources(req: RunRequest, models: Mapping[str, str]) -> tuple[CallSource
     if a.replay:
         sources.append(Replay(Recording.open(Path(a.replay)), miss=a.replay_miss, latency=a.replay_latency))
     if a.faults:  # outermost: a replayed faulted run gets its faults before the recording is asked
-        from agentcompass.models.faults import FaultSource
-
         sources.append(FaultSource.load(a.faults))
     return tuple(sources)
 
@@ -56,8 +52,6 @@ def provenance(req: RunRequest) -> dict[str, object] | None:
         return None
     out: dict[str, object] = {}
     if a.faults:
-        from agentcompass.models.faults import FaultSource
-
         out.update(FaultSource.load(a.faults).provenance())
     if a.cache:
         out["cache"] = {"dir": str(Path(a.cache).resolve()), "expiry_s": parse_expiry(a.cache_expiry)}
