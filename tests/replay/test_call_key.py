@@ -219,3 +219,23 @@ json_values = st.recursive(
 @given(json_values, st.sampled_from([frozenset(), frozenset({"2026-01-02"}), frozenset({"1999-12-31", "x"})]))
 def test_the_fast_paths_normalise_as_every_pattern_did(value: Any, dates: frozenset[str]) -> None:
     assert _strings(value, dates) == _reference_strings(value, dates)
+
+
+def test_todays_dates_follow_the_clock_across_midnight(monkeypatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from agentcompass.models import call_key
+
+    clock = [datetime(2026, 12, 2, 23, 59, 59, tzinfo=UTC)]
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[no-untyped-def,override]
+            return clock[0]
+
+    monkeypatch.setattr(call_key, "datetime", Clock)
+    monkeypatch.setattr(call_key.time, "time", lambda: clock[0].timestamp())
+    assert call_key.current_dates() == {"2026-12-01", "2026-12-02", "2026-12-03"}
+    assert call_key.current_dates() is call_key.current_dates()  # made once for the day
+    clock[0] += timedelta(seconds=2)
+    assert call_key.current_dates() == {"2026-12-02", "2026-12-03", "2026-12-04"}

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -51,8 +52,16 @@ _LOOPBACK = re.compile(r"\b(127\.0\.0\.1|localhost|host\.docker\.internal|\[::1\
 def current_dates() -> frozenset[str]:
     """Today's date (ISO ``YYYY-MM-DD``), the day before and the day after (time zones: an agent in a container
     may use UTC or local time)."""
-    now = datetime.now(UTC)
-    return frozenset((now + timedelta(days=d)).date().isoformat() for d in (-1, 0, 1))
+    day = int(time.time() // 86400)  # the UTC day: the three dates are made once a day, not once a call
+    if _dates_of[0] != day:
+        now = datetime.now(UTC)
+        _dates_of[:] = [int(now.timestamp() // 86400),
+                        frozenset((now + timedelta(days=d)).date().isoformat() for d in (-1, 0, 1))]
+    return _dates_of[1]
+
+
+#: The UTC day :func:`current_dates` last made its dates for, and those dates.
+_dates_of: list[Any] = [None, frozenset()]
 
 
 def normalise_text(text: str, dates: frozenset[str] = frozenset()) -> str:
