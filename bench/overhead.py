@@ -17,12 +17,20 @@ process) against off (the plugin installed, ``--otel`` not given) and absent (th
 median of 5 alternating runs each at concurrency 8 and 100; and the same runs' CPU time per task, of the run's
 process (all its threads) and of the exporting child process agentcompass-otel sends the spans through.
 
+With ``--inspect``, instead: the whole-process comparison with Inspect AI (the issue's "overhead against Inspect
+AI, 1,000 tasks x 3 stub calls, whole process"): a child process running N tasks through agentcompass (as above,
+concurrency 100) against a child process running the same N samples x 3 ``generate`` calls through
+``inspect_ai.eval`` with its ``mockllm`` model (usage given, so no tokenizer is loaded; max_samples 100), both with
+compiled bytecode (a cache of the bench's own, warmed by one untimed run of each, like an installed wheel), 3
+alternating runs each; prints the median wall and CPU (user+sys of the child) of each and agentcompass ÷ Inspect.
+
 With ``--scan``, instead: the cost of ``run --scan`` with every built-in scanner (each attempt's transcript
 scanned as it finishes, from the records the run hands over) against the same run without it, the median of 5
 alternating runs each at concurrency 8 and 100 (target ≤ 5%), and the CPU time spent inside the scan observer's
 hooks (this thread's: what a busy machine moves least).
 
 Usage: uv sync --compile-bytecode && uv run python bench/overhead.py [--n 1000] [--rss-n 10000] [--otel] [--scan]
+[--inspect]
 (byte-compiling once matters where PYTHONDONTWRITEBYTECODE is set: otherwise every start compiles its imports).
 """
 
@@ -151,6 +159,68 @@ def whole_process(n: int) -> tuple[float, float]:
     return wall, json.loads(child.stdout.strip().splitlines()[-1])["maxrss_kb"] / 1024
 
 
+def inspect_child(n: int) -> None:
+    """Run N samples x K mockllm ``generate`` calls through Inspect AI (the peer of ``rss_child``)."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage
+    from inspect_ai.scorer import includes
+    from inspect_ai.solver import solver
+
+    def reply(input, tools, tool_choice, config):  # type: ignore[no-untyped-def]
+        output = ModelOutput.from_content(model="mockllm", content="mock reply")
+        output.usage = ModelUsage(input_tokens=10, output_tokens=2, total_tokens=12)
+        return output
+
+    @solver  # type: ignore[misc]
+    def calls():  # type: ignore[no-untyped-def]
+        async def solve(state, generate):  # type: ignore[no-untyped-def]
+            for _ in range(K):
+                state = await generate(state)
+            return state
+        return solve
+
+    with tempfile.TemporaryDirectory() as tmp:
+        task = Task(dataset=[Sample(input=f"question task-{i}", target="x") for i in range(n)], solver=calls(),
+                    scorer=includes())
+        log = inspect_eval(task, model="mockllm/model", model_args={"custom_outputs": reply}, display="none",
+                           log_dir=tmp, max_samples=100, max_connections=100)[0]
+        assert log.status == "success" and len(log.samples or []) == n, (log.status, log.error)
+
+
+def child_cost(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user+sys) seconds of ``python bench/overhead.py ARGS`` in a child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, __file__, *args], capture_output=True, check=True, env=env)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def inspect_overhead(n: int) -> None:
+    print(f"against Inspect AI — whole process, N={n} tasks × K={K} stub calls (agentcompass mock / Inspect "
+          f"mockllm), concurrency 100, compiled bytecode; median of 3 alternating runs")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "PYTHONPYCACHEPREFIX": cache}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        sides = {"agentcompass": ["--rss-child", str(n)], "inspect": ["--inspect-child", str(n)]}
+        for args in sides.values():
+            child_cost(args, env)  # warm the bytecode cache
+        costs: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+        for _ in range(3):
+            for side, args in sides.items():
+                costs[side].append(child_cost(args, env))
+    wall = {side: statistics.median(c[0] for c in runs) for side, runs in costs.items()}
+    cpu = {side: statistics.median(c[1] for c in runs) for side, runs in costs.items()}
+    for side in sides:
+        print(f"  {side:>12}: wall {wall[side]:.2f} s, CPU {cpu[side]:.2f} s")
+    print(f"  overhead against Inspect AI (agentcompass ÷ Inspect): wall {wall['agentcompass'] / wall['inspect']:.3f} "
+          f"({wall['inspect'] / wall['agentcompass']:.1f}× faster), CPU {cpu['agentcompass'] / cpu['inspect']:.3f} "
+          f"({cpu['inspect'] / cpu['agentcompass']:.1f}× faster)  (target ≤ 0.05)")
+
+
 #: An OTLP/HTTP sink: accepts every export request and drops it (run in a child process).
 SINK = """
 import http.server, sys
@@ -240,9 +310,17 @@ def main() -> None:
     parser.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--otel", action="store_true", help="Measure the cost of OpenTelemetry tracing only.")
     parser.add_argument("--scan", action="store_true", help="Measure the cost of run --scan only.")
+    parser.add_argument("--inspect", action="store_true", help="Compare whole processes with Inspect AI only.")
+    parser.add_argument("--inspect-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rss_child is not None:
         rss_child(args.rss_child)
+        return
+    if args.inspect_child is not None:
+        inspect_child(args.inspect_child)
+        return
+    if args.inspect:
+        inspect_overhead(args.n)
         return
     if args.otel:
         otel_overhead(args.n)

@@ -83,3 +83,41 @@ async def test_a_signal_is_announced_to_observers_and_the_run_stops_keeping_what
     assert ("signal", ("SIGINT", 1)) in recorder.seen
     assert [v for k, v in recorder.seen if k == "finished"] == ["t0"]
     assert outcome.summary.n_finished == 1
+
+
+async def test_phase_events_are_made_only_when_a_plugin_observes_them(host, tmp_path, monkeypatch):
+    import json
+
+    from agentcompass import runner as runner_module
+
+    made: list[str] = []
+
+    class Counting(TaskEvent):
+        def __init__(self, **fields: Any) -> None:
+            made.append(fields["event"])
+            super().__init__(**fields)
+
+    monkeypatch.setattr(runner_module, "TaskEvent", Counting)
+    for name in [n for n in host.pm.list_name_plugin() if n[1] is not None]:  # no observer of task events left
+        if any(i.plugin_name == name[0] for i in host.pm.hook.agentcompass_task_event.get_hookimpls()):
+            host.pm.unregister(name=name[0])
+    assert not host.pm.hook.agentcompass_task_event.get_hookimpls()
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "2"})
+    await Runner(host, req, run_dir=tmp_path / "r", handle_signals=False).run()
+    assert "task.phase" not in made
+    phases = [json.loads(line) for line in (tmp_path / "r" / "logs.jsonl").read_text().splitlines()]
+    assert sum(p["event"] == "task.phase" for p in phases) >= 2 * 4  # the log still has every transition
+
+    class Phases:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        @hookimpl
+        def agentcompass_task_event(self, event: TaskEvent) -> None:
+            if event.event == "task.phase":
+                self.seen.append(event.phase)
+
+    phases_seen = Phases()
+    with observing(host, phases_seen, "phases"):
+        await Runner(host, req, run_dir=tmp_path / "r2", handle_signals=False).run()
+    assert "RUNNING" in phases_seen.seen and "task.phase" in made

@@ -7,9 +7,21 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
-from agentcompass.models.call_key import first_difference, normalise, request_key
+from agentcompass.models.call_key import (
+    _DATE,
+    _LOOPBACK,
+    _TEMP_PATH,
+    _TOKEN,
+    _strings,
+    first_difference,
+    normalise,
+    request_key,
+    tool_digests,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,3 +157,85 @@ def test_todays_date_is_left_out_so_a_recording_replays_another_day(monkeypatch)
     assert request_key(later) == recorded
     other_invoice = [{"role": "system", "content": "Today's date is 2027-03-10. The invoice is dated 2025-02-01."}]
     assert request_key(other_invoice) != recorded
+
+
+# -- the key's value is stable (recorded runs and caches made by earlier versions keep matching) -------------------
+
+#: Requests and the keys (and tool digests) the key had before the fast paths of ``normalise``: temp paths, a date,
+#: a gateway token and port, tool-call ids, tuples, an OrderedDict, ignored and ``None`` settings.
+GOLDEN = [
+    (([{"role": "user", "content": "question task-1"}], None, None),
+     "8d1c27c92d5a6e32aed101721b07df64b88d0107e6931d844a9c4ff9447b7e8c", []),
+    (([{"role": "system", "content": "Today is 2026-01-02; work in "
+        "/tmp/agentcompass-local-RUN-abcd1234/roman-x1y2z3w4/solution.py"},
+       {"role": "user", "content": ["a", ("b", 1, 2.5, True, None)]},
+       {"role": "assistant", "content": None, "tool_calls": [{"id": "call_zz", "type": "function", "function": {
+           "name": "f", "arguments": "{\"path\": \"/tmp/tmpabcd_123/x\"}"}}]},
+       {"role": "tool", "tool_call_id": "call_zz",
+        "content": "acgw-ABCDEFGHIJKLMNOPQRSTUVWXYZ at http://127.0.0.1:43123/v1"}],
+      [{"type": "function", "function": {"name": "f", "description": "é ü 2026-13-45 /var/tmp",
+                                         "parameters": OrderedDict(a=1)}}],
+      {"temperature": 0.5, "metadata": {"x": 1}, "seed": 3, "stop": ("a", "b"), "max_tokens": None}),
+     "c6cf3fb8e2ec4a7052fbecebe96d40a5f97c7be649a650bdab3efd14fb39e601", ["f18557340f1e"]),
+]
+
+
+def test_keys_are_the_same_as_before_the_fast_paths() -> None:
+    for (messages, tools, params), key, digests in GOLDEN:
+        assert request_key(messages, tools, params) == key
+        assert tool_digests(tools) == digests
+
+
+def _reference_strings(value: Any, dates: frozenset[str]) -> Any:
+    """``normalise``'s walk as it was before its fast paths (every string through every pattern)."""
+    if isinstance(value, str):
+        if dates and "-" in value:
+            value = _DATE.sub(lambda m: "<today>" if m.group(0) in dates else m.group(0), value)
+        if "/" in value:
+            value = _TEMP_PATH.sub("<tmp>", value)
+        if "acgw-" in value:
+            value = _TOKEN.sub("<token>", value)
+        if ":" in value:
+            value = _LOOPBACK.sub(r"\1:<port>", value)
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _reference_strings(v, dates) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_reference_strings(v, dates) for v in value]
+    return value
+
+
+path_words = st.lists(st.sampled_from(["/tmp/tmpab12cd34/x.py", "/tmp", "/tmpx", "/var/tmp/run-abcdefgh",
+                                       "/home/u", "2026-01-02", "1999-12-31", "today", "-", "/", ":", " ",
+                                       "acgw-" + "a" * 24, "localhost:8080", "x"]), max_size=6).map("".join)
+json_values = st.recursive(
+    st.one_of(path_words, st.integers(), st.floats(allow_nan=False), st.booleans(), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+                            st.dictionaries(path_words, inner, max_size=3),
+                            st.dictionaries(path_words, inner, max_size=3).map(OrderedDict)),
+    max_leaves=10)
+
+
+@given(json_values, st.sampled_from([frozenset(), frozenset({"2026-01-02"}), frozenset({"1999-12-31", "x"})]))
+def test_the_fast_paths_normalise_as_every_pattern_did(value: Any, dates: frozenset[str]) -> None:
+    assert _strings(value, dates) == _reference_strings(value, dates)
+
+
+def test_todays_dates_follow_the_clock_across_midnight(monkeypatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from agentcompass.models import call_key
+
+    clock = [datetime(2026, 12, 2, 23, 59, 59, tzinfo=UTC)]
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[no-untyped-def,override]
+            return clock[0]
+
+    monkeypatch.setattr(call_key, "datetime", Clock)
+    monkeypatch.setattr(call_key.time, "time", lambda: clock[0].timestamp())
+    assert call_key.current_dates() == {"2026-12-01", "2026-12-02", "2026-12-03"}
+    assert call_key.current_dates() is call_key.current_dates()  # made once for the day
+    clock[0] += timedelta(seconds=2)
+    assert call_key.current_dates() == {"2026-12-02", "2026-12-03", "2026-12-04"}

@@ -436,14 +436,16 @@ class Runner:
     def _transition_observer(self, req: RunRequest, log: object) -> Callable[[AttemptSpec, object, object], None]:
         notify, run_id = self.host.notify, req.run_id
         debug = log.debug  # type: ignore[attr-defined]
+        observed = bool(self.host.pm.hook.agentcompass_task_event.get_hookimpls())  # else no event is made
 
         def on_transition(spec: AttemptSpec, prev: object, new: object) -> None:
             previous, phase = prev.value, new.value  # type: ignore[attr-defined]
             task_id, trial, attempt = spec.task.task_id, spec.trial, spec.attempt
             debug("task.phase", task_id=task_id, trial=trial, attempt=attempt, previous=previous, phase=phase)
-            notify("agentcompass_task_event", event=TaskEvent(
-                event="task.phase", run_id=run_id, task_id=task_id, attempt=attempt, trial=trial, phase=phase,
-                previous=previous))
+            if observed:
+                notify("agentcompass_task_event", event=TaskEvent(
+                    event="task.phase", run_id=run_id, task_id=task_id, attempt=attempt, trial=trial, phase=phase,
+                    previous=previous))
 
         return on_transition
 

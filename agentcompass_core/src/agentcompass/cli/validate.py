@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agentcompass.cli.common import emit_json, observing, plugin_host
 from agentcompass.cli.errors import cli_errors, parse_pairs
 from agentcompass.exit_codes import ExitCode
-from agentcompass.validation import DEFAULT_TRIALS, ValidityReport
+
+if TYPE_CHECKING:
+    from agentcompass.validation import ValidityReport
+
+#: ``--trials``' default: ``agentcompass.validation.DEFAULT_TRIALS``, written here so that the CLI's start-up does
+#: not import the validation engine (a test holds the two equal).
+DEFAULT_TRIALS = 3
 
 
 def _verdicts(verdicts: tuple[bool, ...]) -> str:

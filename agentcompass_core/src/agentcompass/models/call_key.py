@@ -26,6 +26,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -41,7 +42,8 @@ def _temp_roots() -> list[str]:
 
 
 _COMPONENT = r"/(?:[^/\s'\"`<>]*[-_.]|tmp)[a-z0-9_]{8}(?=[/\s'\"`<>:;,.)\]}]|$)"
-_TEMP_PATH = re.compile("(?:" + "|".join(re.escape(r) for r in _temp_roots()) + f")(?:{_COMPONENT})+")
+_TEMP_ROOTS = tuple(_temp_roots())
+_TEMP_PATH = re.compile("(?:" + "|".join(re.escape(r) for r in _TEMP_ROOTS) + f")(?:{_COMPONENT})+")
 _TOKEN = re.compile(r"acgw-[A-Za-z0-9_-]{20,}")
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _LOOPBACK = re.compile(r"\b(127\.0\.0\.1|localhost|host\.docker\.internal|\[::1\]):\d{2,5}\b")
@@ -50,16 +52,26 @@ _LOOPBACK = re.compile(r"\b(127\.0\.0\.1|localhost|host\.docker\.internal|\[::1\
 def current_dates() -> frozenset[str]:
     """Today's date (ISO ``YYYY-MM-DD``), the day before and the day after (time zones: an agent in a container
     may use UTC or local time)."""
-    now = datetime.now(UTC)
-    return frozenset((now + timedelta(days=d)).date().isoformat() for d in (-1, 0, 1))
+    day = int(time.time() // 86400)  # the UTC day: the three dates are made once a day, not once a call
+    if _dates_of[0] != day:
+        now = datetime.now(UTC)
+        _dates_of[:] = [int(now.timestamp() // 86400),
+                        frozenset((now + timedelta(days=d)).date().isoformat() for d in (-1, 0, 1))]
+    return _dates_of[1]
+
+
+#: The UTC day :func:`current_dates` last made its dates for, and those dates.
+_dates_of: list[Any] = [None, frozenset()]
 
 
 def normalise_text(text: str, dates: frozenset[str] = frozenset()) -> str:
     """``text`` with temporary paths, gateway tokens, loopback ports and ``dates`` (today's, from
     :func:`current_dates`) replaced by placeholders."""
-    if dates and "-" in text:
+    # Each pattern is tried only where what it must match is there (a date of ``dates``, a temp root): most
+    # strings of a request hold neither, and a substring test costs a fraction of a pattern's scan.
+    if dates and "-" in text and any(d in text for d in dates):
         text = _DATE.sub(lambda m: "<today>" if m.group(0) in dates else m.group(0), text)
-    if "/" in text:
+    if "/" in text and any(root in text for root in _TEMP_ROOTS):
         text = _TEMP_PATH.sub("<tmp>", text)
     if "acgw-" in text:
         text = _TOKEN.sub("<token>", text)
@@ -69,6 +81,15 @@ def normalise_text(text: str, dates: frozenset[str] = frozenset()) -> str:
 
 
 def _strings(value: Any, dates: frozenset[str] = frozenset()) -> Any:
+    kind = type(value)  # the JSON types first, by exact type: an ABC's isinstance costs several times more
+    if kind is str:
+        return normalise_text(value, dates)
+    if kind is dict:
+        return {str(k): _strings(v, dates) for k, v in value.items()}
+    if kind is list:
+        return [_strings(v, dates) for v in value]
+    if kind is int or kind is float or kind is bool or value is None:
+        return value
     if isinstance(value, str):
         return normalise_text(value, dates)
     if isinstance(value, Mapping):
@@ -113,9 +134,12 @@ def normalise(messages: Sequence[Any], tools: Sequence[Any] | None, params: Mapp
     }
 
 
+#: The canonical JSON of a key's parts (one encoder for every call: ``json.dumps`` with options makes one each time).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def _digest(value: Any) -> str:
-    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(data.encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(value).encode()).hexdigest()
 
 
 def request_key(messages: Sequence[Any], tools: Sequence[Any] | None = None,

@@ -102,8 +102,11 @@ RECORD_LIMIT = 256 * 1024
 _NOTE_ROOM = 48
 
 
+_SIZE_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # built once: json.dumps builds one a call
+
+
 def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+    return len(_SIZE_ENCODER.encode(value).encode())
 
 
 def _strings(value: Any, out: list[int]) -> None:

@@ -323,5 +323,9 @@ class RunDirectory:
         self._files.clear()
 
 
+#: One encoder for every record line (``json.dumps`` with options builds one per call): the same text.
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"))
+
+
 def _line(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
+    return _LINE_ENCODER.encode(data) + "\n"
