@@ -32,6 +32,7 @@ Usage: uv run python bench/terminal_bench.py [--tasks 11] [--concurrency 4] [--r
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -188,8 +189,9 @@ TASKS: dict[str, tuple[str, str, str, str, str]] = {
         "RUN mkdir -p /app/files && for i in $(seq 1 50); do head -c 20000 /dev/urandom > /app/files/blob$i; done",
         "Write a sha256sum manifest of /app/files (paths relative to /app/files, sorted) to /app/SHA256SUMS.",
         "cd /app/files && sha256sum $(ls | sort) > /app/SHA256SUMS",
-        "import hashlib, os\n\ndef test_manifest():\n    want = [f\"{hashlib.sha256(open(os.path.join('/app/files', n), "
-        "'rb').read()).hexdigest()}  {n}\" for n in sorted(os.listdir('/app/files'))]\n"
+        "import hashlib, os\n\ndef test_manifest():\n"
+        "    want = [f\"{hashlib.sha256(open(os.path.join('/app/files', n), 'rb').read()).hexdigest()}  {n}\"\n"
+        "            for n in sorted(os.listdir('/app/files'))]\n"
         "    assert open('/app/SHA256SUMS').read().splitlines() == want\n"),
 }
 TASK_NAMES = ", ".join(TASKS)
@@ -275,7 +277,7 @@ def timeline(run_dir: Path) -> dict[str, float]:
     spans: dict[str, list[float]] = {}
     for events in per_task.values():
         events.sort()
-        for (t0, phase), (t1, _) in zip(events, events[1:], strict=False):
+        for (t0, phase), (t1, _) in itertools.pairwise(events):
             spans.setdefault(phase, []).append(t1 - t0)
     return {phase: statistics.median(values) for phase, values in spans.items()}
 
