@@ -22,8 +22,12 @@ steps, and ships ``solution/solve.sh`` (the oracle) and ``tests/test.sh`` that r
 verifiers do (theirs install pytest with ``uvx`` at verify time, which needs a network the bench has not).
 The tasks: {TASK_NAMES}.
 
-With ``--timeline``, the per-phase timeline of agentcompass's last run (median seconds per task from
-``logs.jsonl``: environment start, prepare, run = solve.sh, evaluate = test.sh, close) is printed too.
+With ``--timeline``, each repetition's per-phase timeline is printed too: for agentcompass, the median seconds
+per task in each phase (from ``logs.jsonl``: PREPARING = taking a started container and preparing it, RUNNING =
+solve.sh, COLLECTING, EVALUATING = test.sh) and the tasks' own work (solve.sh + test.sh summed over the tasks,
+over the concurrency: the wall time they need however little the runtime adds); for Harbor, the median seconds
+per trial in its phases (its result.json: environment set-up, agent, between agent and verifier, verifier,
+after the verifier, the whole trial).
 
 Usage: uv run python bench/terminal_bench.py [--tasks 11] [--concurrency 4] [--repeat 3]
        [--before /work/main] [--harbor ~/.cache/agentcompass-tests/harbor-0.25.0-venv/bin/harbor] [--timeline]
@@ -282,6 +286,47 @@ def timeline(run_dir: Path) -> dict[str, float]:
     return {phase: statistics.median(values) for phase, values in spans.items()}
 
 
+def _stamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def harbor_timeline(job: Path) -> dict[str, float]:
+    """Median seconds per trial in Harbor's phases (its result.json): environment set-up, the agent (solve.sh),
+    between the agent and the verifier, the verifier (test.sh), after the verifier (teardown), the whole trial."""
+    spans: dict[str, list[float]] = {}
+    for result in job.glob("*/result.json"):
+        r = json.loads(result.read_text())
+        try:
+            marks = [("environment", r["environment_setup"]["started_at"], r["environment_setup"]["finished_at"]),
+                     ("agent", r["agent_execution"]["started_at"], r["agent_execution"]["finished_at"]),
+                     ("to-verifier", r["agent_execution"]["finished_at"], r["verifier"]["started_at"]),
+                     ("verifier", r["verifier"]["started_at"], r["verifier"]["finished_at"]),
+                     ("after", r["verifier"]["finished_at"], r["finished_at"]),
+                     ("trial", r["started_at"], r["finished_at"])]
+        except (KeyError, TypeError):
+            continue
+        for name, start, end in marks:
+            spans.setdefault(name, []).append(_stamp(end) - _stamp(start))
+    return {name: statistics.median(values) for name, values in spans.items()}
+
+
+def in_task_seconds(run_dir: Path, concurrency: int) -> float:
+    """The tasks' own work in an agentcompass run: the sum over tasks of the time solve.sh (RUNNING) and test.sh
+    (EVALUATING) took, over the concurrency — the wall time they need however little the runtime adds."""
+    phases = {}
+    for line in (run_dir / "logs.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "task.phase":
+            phases.setdefault(str(event.get("task_id")), []).append((_stamp(event["timestamp"]), event["phase"]))
+    total = 0.0
+    for events in phases.values():
+        events.sort()
+        for (t0, phase), (t1, _) in itertools.pairwise(events):
+            if phase in ("RUNNING", "EVALUATING"):
+                total += t1 - t0
+    return total / concurrency
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=11)
@@ -334,7 +379,14 @@ def main() -> None:
                 for side in sides:
                     if side != "harbor":
                         phases = timeline(scratch / f"r{rep}-{side}")
+                        own = in_task_seconds(scratch / f"r{rep}-{side}", args.concurrency)
                         print(f"    {side} median s/task: "
+                              + ", ".join(f"{k} {v:.2f}" for k, v in phases.items())
+                              + f"; tasks' own scripts / c = {own:.1f} s of the {results[side][0]:.1f} s",
+                              flush=True)
+                    else:
+                        phases = harbor_timeline(scratch / "jobs" / f"r{rep}-harbor")
+                        print("    harbor median s/trial: "
                               + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()), flush=True)
         summary = {side: {"min": min(v), "median": statistics.median(v), "max": max(v)} for side, v in figures.items()}
         if "harbor" in figures:
