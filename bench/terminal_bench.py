@@ -8,10 +8,14 @@ Workload: the same ``--tasks`` (11) Harbor task directories, run with the oracle
 - ``harbor run -p DIR -a oracle -n 4`` (Harbor 0.25 from ``--harbor``, its ``docker`` environment: docker
   compose),
 
-interleaved (the order of the sides turns each repetition), ``--repeat`` times. Prints per repetition and side
-the wall time of the whole command, the CPU time of the command's own processes (children of this script; the
-Docker daemon's and containers' CPU is not in it), the ratio Harbor / agentcompass, the machine's load average,
-and whether both sides scored the same rewards (every task must score 1 under the oracle).
+interleaved (the order of the sides turns each repetition), ``--repeat`` times. Harbor runs as its users run it,
+with its defaults: ``--delete`` among them, so each trial ends with ``docker compose down --rmi local`` and the
+next run builds its image again from the layer cache (``--harbor-arg=--no-delete`` keeps them).
+
+Prints per repetition and side the wall time of the whole command, the CPU time of the command's own processes
+(children of this script; the Docker daemon's and containers' CPU is not in it), the ratio Harbor /
+agentcompass, the machine's load average, and whether both sides scored the same rewards (every task must
+score 1 under the oracle).
 
 The tasks are written by this script into ``--cache`` (default ``~/.cache/agentcompass-bench/terminal-bench``);
 they behave like Terminal-Bench 2 tasks (no third-party content is copied): each task's image is built ``FROM``
@@ -254,9 +258,10 @@ def run_agentcompass(checkout: Path, tasks: Path, out: Path, concurrency: int) -
     return wall, cpu, rewards
 
 
-def run_harbor(harbor: Path, tasks: Path, jobs: Path, name: str, concurrency: int) -> tuple[float, float, dict]:
+def run_harbor(harbor: Path, tasks: Path, jobs: Path, name: str, concurrency: int,
+               extra: list[str]) -> tuple[float, float, dict]:
     cmd = [str(harbor), "run", "-p", str(tasks), "-a", "oracle", "-n", str(concurrency), "-o", str(jobs),
-           "--job-name", name, "-q", "-y"]
+           "--job-name", name, "-q", "-y", *extra]
     wall, cpu, done = timed(cmd)
     rewards = {}
     for result in sorted((jobs / name).glob("*/result.json")):
@@ -337,6 +342,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--timeline", action="store_true")
     parser.add_argument("--no-harbor", action="store_true", help="agentcompass side(s) only")
+    parser.add_argument("--harbor-arg", action="append", default=[],
+                        help="an extra argument for harbor run (repeatable), e.g. --harbor-arg=--no-delete")
     args = parser.parse_args()
     names = list(TASKS)[: args.tasks]
     here = Path(__file__).resolve().parent.parent
@@ -351,7 +358,7 @@ def main() -> None:
 
         def one(side: str, label: str) -> tuple[float, float, dict]:
             if side == "harbor":
-                return run_harbor(args.harbor, tasks, scratch / "jobs", label, args.concurrency)
+                return run_harbor(args.harbor, tasks, scratch / "jobs", label, args.concurrency, args.harbor_arg)
             checkout = here if side == "agentcompass" else args.before
             return run_agentcompass(checkout, tasks, scratch / label, args.concurrency)
 
