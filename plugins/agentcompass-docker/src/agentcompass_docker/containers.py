@@ -320,6 +320,15 @@ class Containers:
     def _create_and_start(self, plan: ContainerPlan) -> str:
         """``docker run --detach``: create and start in one CLI call (a CLI process costs the engine's host
         tens of milliseconds of CPU, which counts when many containers start at once)."""
+        if plan.create.get("storage") and not self.storage_unsupported and self.engine.storage_limits is False:
+            # The engine's storage driver cannot limit storage (``docker info``: overlay2 on a filesystem other
+            # than xfs): said once, and no create is tried (and refused) with a limit first.
+            with self._cond:
+                told, self.storage_unsupported = self.storage_unsupported, True
+            if not told:
+                _note("warning", "docker.storage_limit_unsupported", storage=plan.create["storage"],
+                      error="the engine's storage driver cannot limit a container's storage (overlay2 limits it "
+                            "only on xfs mounted with pquota)")
         if plan.create.get("storage") and self.storage_unsupported:
             plan = dataclasses.replace(plan, create={**plan.create, "storage": None})
         try:

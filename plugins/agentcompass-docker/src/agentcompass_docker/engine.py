@@ -119,6 +119,10 @@ class Engine:
         self.cgroup_driver = ""
         #: Whether the engine runs rootless (Podman as a non-root user; Docker's rootless mode), once asked.
         self.rootless = False
+        #: Whether the engine can limit a container's storage (``--storage-opt size=``), as far as its storage
+        #: driver tells once :meth:`check` has asked: False for ``overlay2`` on a filesystem other than xfs
+        #: (it needs xfs with ``pquota``); None when that cannot be told (a first create finds out).
+        self.storage_limits: bool | None = None
 
     # -- threads ---------------------------------------------------------------------------------------
 
@@ -228,6 +232,7 @@ class Engine:
                 info = self.docker.system.info()
                 self.cgroup_driver = str(info.cgroup_driver or "")
                 self.rootless = any("rootless" in str(option) for option in info.security_options or ())
+                self.storage_limits = storage_limits(str(info.driver or ""), info.driver_status or ())
         except (DockerException, ClientNotFoundError) as exc:
             raise EnvironmentUnavailable(
                 f"no {self.title} engine answers ({detail(exc)}); {start_hint(self.name)}."
@@ -235,6 +240,19 @@ class Engine:
         except Exception as exc:  # an answer python-on-whales cannot parse is still an answer
             log.debug("docker.info_unparsed", error=describe(exc)[:200])
         self.answered = True
+
+def storage_limits(driver: str, status: Any) -> bool | None:
+    """Whether a Docker engine with storage ``driver`` (and ``docker info``'s ``DriverStatus`` pairs) can limit a
+    container's storage: ``overlay2`` only on xfs (mounted with ``pquota``, which ``info`` does not show: then
+    None, as for every other driver)."""
+    if driver != "overlay2":
+        return None
+    backing = next((str(v) for k, v in (tuple(pair)[:2] for pair in status if len(tuple(pair)) >= 2)
+                    if str(k) == "Backing Filesystem"), "")
+    if not backing:
+        return None
+    return None if backing.lower() == "xfs" else False
+
 
 #: Seconds a probed CLI call (``Engine.cli(probe=...)``) runs before the probe is asked, and may run after it.
 PROBE_AFTER = 5.0

@@ -157,6 +157,11 @@ class Images:
         self.shared_lock: SharedLock | None = None
         #: Images pulled from the registry instead of built here.
         self.pulled = 0
+        #: The id each base image resolved to, asked of the engine once per provider (one run) however many
+        #: build contexts name it; one lock per reference, so contexts planned together ask once.
+        self._base_ids: dict[str, str] = {}
+        self._base_locks: dict[str, threading.Lock] = {}
+        self._base_guard = threading.Lock()
 
     @property
     def builds(self) -> int:
@@ -290,12 +295,20 @@ class Images:
         return ImageInfo(ref, image.config.user or "")
 
     def _base_id(self, ref: str) -> str:
-        """The image id ``ref`` resolves to now (pulled first when it is missing and pulling is on), or
-        :data:`UNRESOLVED`."""
-        try:
-            return str(self._resolve_id(ref))
-        except EnvironmentUnavailable:
-            return UNRESOLVED
+        """The image id ``ref`` resolves to (pulled first when it is missing and pulling is on), or
+        :data:`UNRESOLVED`: asked of the engine once per provider (an unresolved one is asked again)."""
+        with self._base_guard:
+            lock = self._base_locks.setdefault(ref, threading.Lock())
+        with lock:
+            known = self._base_ids.get(ref)
+            if known is not None:
+                return known
+            try:
+                resolved = str(self._resolve_id(ref))
+            except EnvironmentUnavailable:
+                return UNRESOLVED
+            self._base_ids[ref] = resolved
+            return resolved
 
     def _resolve_id(self, ref: str) -> str:
         docker = self.engine.docker
