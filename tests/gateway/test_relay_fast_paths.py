@@ -16,6 +16,7 @@ import pytest
 from agentcompass.models.faults import serving_middleware
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
+from agentcompass.protocols.base import Decoder
 from agentcompass.protocols.sse import SSEParser
 from agentcompass.redaction import MASK, Redactor
 from agentcompass.runtime.model_providers import ProviderSettings
@@ -75,6 +76,36 @@ def test_the_parser_reads_what_line_by_line_decoding_read(stream: list[bytes], c
     for a, b in itertools.pairwise(points):
         assert fast.feed(raw[a:b]) == slow.feed(raw[a:b])
     assert fast.close() == SSEParser.close(slow)  # type: ignore[arg-type]
+
+
+def payload_as_loaded(data: str) -> Any:
+    """An event's JSON object as read before issue 37 (``json.loads`` of every event): the reference."""
+    if not data or data.strip() == "[DONE]":
+        return None
+    value = json.loads(data)
+    return value if isinstance(value, dict) else None
+
+
+json_texts = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                                       max_size=3),
+                          max_leaves=6).map(lambda v: json.dumps(v, ensure_ascii=False))
+
+
+@SETTINGS
+@given(parts=st.lists(json_texts | st.sampled_from(["{", "}", " ", "\n", "[DONE]", ",", "x", "\ufeff", "NaN"]),
+                      max_size=4))
+def test_an_events_payload_is_what_json_loads_read(parts: list[str]) -> None:
+    data = "".join(parts)
+    try:
+        expected: Any = payload_as_loaded(data)
+    except json.JSONDecodeError as exc:
+        expected = ("error", str(exc))
+    try:
+        got: Any = Decoder.payload(data)
+    except json.JSONDecodeError as exc:
+        got = ("error", str(exc))
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
 
 
 def masked_as_text(redactor: Redactor, data: bytes) -> bytes:
