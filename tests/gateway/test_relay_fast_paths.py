@@ -238,3 +238,26 @@ async def test_the_faults_middleware_is_installed_only_with_faults() -> None:
     finally:
         for gateway in (plain, faulted):
             await gateway.stop()
+
+
+@pytest.mark.parametrize("faults", [None, "none"])
+async def test_a_run_installs_the_faults_middleware_only_with_faults(
+        host: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, faults: str | None) -> None:
+    """The runner tells its gateway whether ``--faults`` is set (a profile, even one injecting nothing)."""
+    from agentcompass import runner as runner_module
+    from agentcompass.runner import Runner
+    from agentcompass.runtime import RunRequest
+
+    seen: list[list[Any]] = []
+
+    class Watched(ModelGateway):
+        async def start(self) -> None:
+            await super().start()
+            seen.append(middlewares(self))
+
+    monkeypatch.setattr(runner_module, "ModelGateway", Watched)
+    req = RunRequest(benchmark="scripted", harness="none", model="mock", benchmark_args={"n": "1"})
+    if faults is not None:
+        req = req.with_options(faults=faults)
+    await Runner(host, req, run_dir=tmp_path / "r").run()
+    assert seen == [[serving_middleware] if faults else []]
