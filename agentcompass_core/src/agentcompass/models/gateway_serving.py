@@ -237,7 +237,7 @@ async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path
 async def _stream_translated(gateway: ModelGateway, request: web.Request, codec: Codec, canonical: CanonicalRequest,
                              client: MeteredModel, role: str, model_id: str, path: str,
                              remember: Remember | None = None) -> web.StreamResponse:
-    mask = gateway.redactor.text
+    mask, masked = gateway.redactor.text, gateway.redactor.mask_bytes
     events = client.stream(canonical.messages, tools=canonical.tools or None, protocol=codec.name,
                            endpoint=endpoint_of(codec.name, path), **_params(canonical))
     async with contextlib.aclosing(events):
@@ -250,11 +250,11 @@ async def _stream_translated(gateway: ModelGateway, request: web.Request, codec:
         stream = web.StreamResponse(headers=SSE_HEADERS)
         await stream.prepare(request)
         try:
-            await stream.write(encoder.start() + _masked(encoder.event(first), mask))
+            await stream.write(encoder.start() + masked(encoder.event(first)))
             last = first
             async for event in events:
                 last = event
-                await stream.write(_masked(encoder.event(event), mask))
+                await stream.write(masked(encoder.event(event)))
             if remember is not None and isinstance(last, StreamEnd) and getattr(encoder, "id", None):
                 remember(str(encoder.id), last.response.message)  # type: ignore[attr-defined]
         except DISCONNECTED:
@@ -267,14 +267,6 @@ async def _stream_translated(gateway: ModelGateway, request: web.Request, codec:
         with contextlib.suppress(*DISCONNECTED):
             await stream.write_eof()
         return stream
-
-
-def _masked(data: bytes, mask: Any) -> bytes:
-    if not data:
-        return data
-    text = data.decode("utf-8", errors="replace")
-    masked = mask(text)
-    return data if masked is text else masked.encode()
 
 
 def _canonical(codec: Codec, native: NativeRequest, url: UrlFacts | None) -> CanonicalRequest:
