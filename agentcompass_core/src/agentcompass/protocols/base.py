@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +71,7 @@ class Encoder(abc.ABC):
 
 
 #: Reads one JSON value at an offset of a text, as ``json.loads`` reads a whole text (no whitespace around it).
-_scan = json.JSONDecoder().scan_once
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 class Decoder(abc.ABC):
@@ -94,7 +94,7 @@ class Decoder(abc.ABC):
             except StopIteration:
                 end = -1
             if end == len(data):
-                return value  # type: ignore[no-any-return]
+                return value
         elif data.strip() == "[DONE]":
             return None
         value = json.loads(data)  # what the scan could not read: json.loads' reading (or error) of it
