@@ -21,8 +21,12 @@ time). Throughput: ``--calls`` calls with ``--concurrency`` in flight, whole str
 throughput. The last column is the gateway's own CPU time per call (this process's, each gateway path run
 alone): unlike the rates it does not move with whatever else runs on the machine.
 
+``--floor`` adds a path ``bare relay``: an aiohttp server in this process doing nothing but relaying each
+request's bytes to the provider and its answer's chunks back (no token, no metering, no masking) — what aiohttp
+itself costs per call on this design, the floor under the gateway's CPU column.
+
 Usage: uv run python bench/gateway_protocols.py [--calls 1000] [--concurrency 100] [--ttft-calls 200]
-                                               [--protocols chat,anthropic,responses,gemini]
+                                               [--protocols chat,anthropic,responses,gemini] [--floor]
 """
 
 from __future__ import annotations
@@ -36,12 +40,14 @@ import sys
 import time
 from typing import Any
 
+import aiohttp
 from agentcompass.models.gateway import ModelGateway
 from agentcompass.models.metering import TaskMeter
 from agentcompass.runtime.model_providers import ProviderSettings
 from agentcompass_models.anthropic import make_anthropic
 from agentcompass_models.gemini import make_gemini
 from agentcompass_models.openai import make_openai, make_openai_compatible
+from aiohttp import web
 
 KEY = "bench-provider-key"
 WORDS = " ".join(f"word{i}" for i in range(60))
@@ -136,6 +142,31 @@ async def measure(paths: list[tuple[str, str, dict[str, str]]], spec: dict[str, 
     return json.loads(out)  # type: ignore[no-any-return]
 
 
+async def bare_relay(root: str) -> tuple[web.AppRunner, aiohttp.ClientSession, str]:
+    """An aiohttp server relaying every request as it is to ``root`` and the answer's chunks back: the floor."""
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000), auto_decompress=False)
+    headers = {"Authorization": f"Bearer {KEY}", "x-api-key": KEY, "x-goog-api-key": KEY,
+               "Content-Type": "application/json"}
+
+    async def relay(request: web.Request) -> web.StreamResponse:
+        async with http.post(root + request.path_qs, data=await request.read(), headers=headers) as reply:
+            response = web.StreamResponse(status=reply.status, headers={"Content-Type": reply.content_type})
+            await response.prepare(request)
+            async for chunk in reply.content.iter_any():
+                await response.write(chunk)
+            await response.write_eof()
+            return response
+
+    app = web.Application()
+    app.router.add_post("/{path:.*}", relay)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, http, f"http://127.0.0.1:{port}"
+
+
 async def main(args: argparse.Namespace) -> None:
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(args.delay)], stdout=subprocess.PIPE,  # noqa: ASYNC220
                                 text=True)
@@ -155,6 +186,7 @@ async def main(args: argparse.Namespace) -> None:
             base_url=root + "/v1", api_key_env="K", max_connections=1000, max_retries=0, environ={"K": KEY}))
         gateway = ModelGateway({"agent": "m"})
         await gateway.start()
+        floor = await bare_relay(root) if args.floor else None
         print(f"{args.calls} streamed calls at concurrency {args.concurrency} (best of {args.rounds} rounds), pieces "
               f"{args.delay * 1000:g} ms apart; time to first token: median of {args.ttft_calls} calls one at a "
               "time; the load generator is a process of its own, the paths interleaved")
@@ -173,6 +205,8 @@ async def main(args: argparse.Namespace) -> None:
                 tokens.append(token)
                 paths.append((label, gateway.base_url.removesuffix("/v1") + spec["path"],
                                {"Authorization": f"Bearer {token}"}))
+            if floor is not None:
+                paths.append(("bare relay", floor[2] + spec["path"], {}))
             figures = await measure(paths, spec, args)
             cpu = {}  # the gateway's own CPU time per call (this process), each path alone: robust to other load
             for path in paths[1:]:
@@ -192,6 +226,9 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"{name if not i else '':<10} {label:<11} {ttft:>8.2f} {added} {rate:>8.0f} {versus:>10} "
                       f"{gw_cpu}")
         await gateway.stop()
+        if floor is not None:
+            await floor[0].cleanup()
+            await floor[1].close()
         for client in (*clients.values(), compatible):
             await client.aclose()
     finally:
@@ -207,4 +244,5 @@ if __name__ == "__main__":
     parser.add_argument("--delay", type=float, default=0.01)
     parser.add_argument("--protocols", default=",".join(PROTOCOLS))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--floor", action="store_true", help="add the bare aiohttp relay (the floor) as a path")
     asyncio.run(main(parser.parse_args()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -29,6 +30,17 @@ PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 #: Retry-After of the injected 429s (seconds): the SDKs must wait it out.
 RETRY_AFTER = 0.4
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[ModelGateway]:
+    """The gateway of a run with ``--faults`` (a dropping fault needs the request being served)."""
+    gw = ModelGateway({"agent": "scripted", "judge": "judge"}, faults=True)
+    await gw.start()
+    try:
+        yield gw
+    finally:
+        await gw.stop()
 
 
 def seed_faulting_first_call_only(rates: FaultRates, kind: str) -> int:

@@ -85,6 +85,9 @@ class Redactor:
     _whole: list[str] = attrs.field(factory=list)
     _heads: list[_Anchor] = attrs.field(factory=list)
     _tails: list[_Anchor] = attrs.field(factory=list)
+    #: Every text whose presence may call for masking (the whole forms and the pieces' anchors), as one pattern
+    #: over UTF-8 bytes: a buffer it does not match is masked already (:meth:`mask_bytes`).
+    _probe: re.Pattern[bytes] | None = None
 
     def add(self, *values: str | None) -> None:
         added = False
@@ -116,6 +119,7 @@ class Redactor:
         self._whole = sorted(whole, key=len, reverse=True)
         self._heads = sorted((_Anchor(a, f) for a, f in heads.items()), key=_longest, reverse=True)
         self._tails = sorted((_Anchor(a, f) for a, f in tails.items()), key=_longest, reverse=True)
+        self._probe = _probe(sorted({*self._whole, *heads, *tails}, key=len, reverse=True))
 
     @property
     def active(self) -> bool:
@@ -132,6 +136,18 @@ class Redactor:
         for tail in self._tails:
             value = _mask_tails(value, tail)
         return value
+
+    def mask_bytes(self, data: bytes) -> bytes:
+        """``data`` (UTF-8 text, e.g. a relayed stream's events) masked as :meth:`text` masks it: one pass of a
+        compiled probe over the bytes, decoded and masked only when a secret's form may be in them (``data``
+        itself when nothing is masked)."""
+        if not self._secrets or not data:
+            return data
+        if self._probe is not None and self._probe.search(data) is None:
+            return data
+        text = data.decode("utf-8", errors="replace")
+        masked = self.text(text)
+        return data if masked is text else masked.encode()
 
     def data(self, value: Any) -> Any:
         if not self._secrets:
@@ -153,6 +169,16 @@ class Redactor:
     ) -> MutableMapping[str, Any]:
         """A structlog processor masking secrets in every field of an event."""
         return self.data(event_dict) if self._secrets else event_dict
+
+
+def _probe(marks: list[str]) -> re.Pattern[bytes] | None:
+    """One pattern finding any of ``marks`` in UTF-8 bytes; None when bytes cannot tell (a mark holding U+FFFD,
+    which a bad byte decodes to, or a lone surrogate from an undecodable environment variable)."""
+    try:
+        encoded = [m.encode() for m in marks if "\ufffd" not in m]
+    except UnicodeEncodeError:
+        return None
+    return re.compile(b"|".join(re.escape(m) for m in encoded)) if len(encoded) == len(marks) else None
 
 
 def _longest(anchor: _Anchor) -> int:

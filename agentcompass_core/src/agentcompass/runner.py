@@ -246,7 +246,7 @@ class Runner:
             self._plan_work(run)
             host = run.request.execution.gateway_host
             gateway = ModelGateway(dict(run.models.ids), run_id=run.request.run_id, host=host,
-                                   aliases=dict(run.models.aliases))
+                                   aliases=dict(run.models.aliases), faults=bool(run.request.answers.faults))
             try:
                 await gateway.start()
                 if not is_loopback(host):

@@ -117,9 +117,13 @@ class ModelGateway:
     _relayed: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     #: The head's own HTTP client to its Unix socket, for requests that arrive over ``/v1/stream``.
     _loopback: aiohttp.ClientSession | None = None
+    #: ``--faults`` is set: the app serves every request under :func:`~agentcompass.models.faults.serving_middleware`
+    #: (so a fault can drop the agent's connection); without faults no request pays for it.
+    faults: bool = False
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[serving_middleware])
+        app = web.Application(client_max_size=64 * 1024 * 1024,
+                              middlewares=[serving_middleware] if self.faults else [])
         if self.relay is not None:
             app.router.add_route("*", "/{path:.*}", self._forward)
         else:

@@ -237,7 +237,7 @@ async def serve(gateway: ModelGateway, request: web.Request, protocol: str, path
 async def _stream_translated(gateway: ModelGateway, request: web.Request, codec: Codec, canonical: CanonicalRequest,
                              client: MeteredModel, role: str, model_id: str, path: str,
                              remember: Remember | None = None) -> web.StreamResponse:
-    mask = gateway.redactor.text
+    mask, masked = gateway.redactor.text, gateway.redactor.mask_bytes
     events = client.stream(canonical.messages, tools=canonical.tools or None, protocol=codec.name,
                            endpoint=endpoint_of(codec.name, path), **_params(canonical))
     async with contextlib.aclosing(events):
@@ -250,11 +250,11 @@ async def _stream_translated(gateway: ModelGateway, request: web.Request, codec:
         stream = web.StreamResponse(headers=SSE_HEADERS)
         await stream.prepare(request)
         try:
-            await stream.write(encoder.start() + _masked(encoder.event(first), mask))
+            await stream.write(encoder.start() + masked(encoder.event(first)))
             last = first
             async for event in events:
                 last = event
-                await stream.write(_masked(encoder.event(event), mask))
+                await stream.write(masked(encoder.event(event)))
             if remember is not None and isinstance(last, StreamEnd) and getattr(encoder, "id", None):
                 remember(str(encoder.id), last.response.message)  # type: ignore[attr-defined]
         except DISCONNECTED:
@@ -267,14 +267,6 @@ async def _stream_translated(gateway: ModelGateway, request: web.Request, codec:
         with contextlib.suppress(*DISCONNECTED):
             await stream.write_eof()
         return stream
-
-
-def _masked(data: bytes, mask: Any) -> bytes:
-    if not data:
-        return data
-    text = data.decode("utf-8", errors="replace")
-    masked = mask(text)
-    return data if masked is text else masked.encode()
 
 
 def _canonical(codec: Codec, native: NativeRequest, url: UrlFacts | None) -> CanonicalRequest:
@@ -416,22 +408,23 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
 
     Metering reads the events only as far as it must while they stream: up to the first piece of the answer
     (the time to first token), and all of them when a task token budget counts the answer as it grows.
-    Otherwise the rest is read once the stream has ended, for the record. The first events are read before
+    Otherwise the rest is relayed as it comes — each buffer of whole events masked by one pass over its bytes,
+    no event parsed — and read once the stream has ended, for the record. The first events are read before
     anything is sent: a stream that cannot be read from its start (garbage under an event-stream header) is
     answered with the protocol's error, naming the provider and what it sent, not relayed."""
     assert reply.chunks is not None
     decoder = codec.decoder(call.record.model)
     parser = SSEParser()
     stream = web.StreamResponse(headers=SSE_HEADERS)
+    mask_bytes = gateway.redactor.mask_bytes
 
     async def send(data: bytes) -> None:
         if not stream.prepared:
             await stream.prepare(request)
-        await stream.write(_masked(data, mask))
+        await stream.write(mask_bytes(data))
 
     chunks: AsyncIterator[bytes] = reply.chunks
     counting = call.counts_pieces
-    started = False
     later: list[bytes] = []  # what is read for the record after the stream
     pending = b""
 
@@ -445,17 +438,13 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
     call.measure_with(streamed_chars)
     try:
         async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-            async for chunk in chunks:
+            started = False
+            async for chunk in chunks:  # read as it is relayed: up to the first piece, or all when counting
                 pending += chunk
                 cut = last_boundary(pending)
                 if cut <= 0:
                     continue
                 events, pending = pending[:cut], pending[cut:]
-                if started and not counting:
-                    await send(events)
-                    later.append(events)
-                    call.progress(0)  # the run's stop
-                    continue
                 try:
                     for name, data in parser.feed(events):
                         if _feed(decoder, reply, name, data, mask) and not started:
@@ -466,6 +455,21 @@ async def _relay_stream(gateway: ModelGateway, request: web.Request, codec: Code
                     raise
                 await send(events)
                 call.progress(decoder.assembler.chars)
+                if started and not counting:
+                    break
+            write = stream.write
+            async for chunk in chunks:  # the rest (the same iterator, where the loop above left it): relayed
+                if pending:
+                    chunk, pending = pending + chunk, b""
+                if not chunk.endswith(b"\n\n"):  # (the usual chunk ends with its last event)
+                    cut = last_boundary(chunk)
+                    if cut <= 0:
+                        pending = chunk
+                        continue
+                    chunk, pending = chunk[:cut], chunk[cut:]
+                await write(mask_bytes(chunk))
+                later.append(chunk)
+                call.progress(0)  # the run's stop
             if pending:  # a stream that ended without a blank line
                 await send(pending)
                 later.append(pending)

@@ -35,6 +35,10 @@ from agentcompass.runtime.model_stream import StreamAssembler, StreamEnd, Stream
 from agentcompass.runtime.models import ChatResponse, ModelClient, ModelError
 from agentcompass.runtime.types import RunResult, TaskStatus
 
+#: The key of a request with no messages, tools or settings (what a passed-through call begins with, until the
+#: request is read for its record): computed once, not per call.
+EMPTY_REQUEST_KEY = request_key([])
+
 
 @attrs.define
 class CallRecord:
@@ -414,8 +418,8 @@ class MeteredModel(ModelClient):
             role=self.role, model=self.model, started_at=time.time(), latency_s=0.0, messages=list(messages),
             tools=[_tool_name(t) for t in tools or ()], response=None, via=self.via, protocol=protocol,
             endpoint=endpoint, stream=stream, passthrough=passthrough,
-            request_key=request_key(messages, tools, params), params=recorded_params(params),
-            tool_digests=tool_digests(tools))
+            request_key=request_key(messages, tools, params) if messages or tools or params else EMPTY_REQUEST_KEY,
+            params=recorded_params(params), tool_digests=tool_digests(tools))
         call = MeteredCall(self, record)
         try:
             self.meter.check(self.role)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,10 @@ class Encoder(abc.ABC):
     def error(self, message: str, kind: str = "api_error") -> bytes: ...
 
 
+#: Reads one JSON value at an offset of a text, as ``json.loads`` reads a whole text (no whitespace around it).
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
 class Decoder(abc.ABC):
     """Reads a protocol's streamed answer: ``feed()`` each server-sent event, then ``end()``."""
 
@@ -82,9 +86,18 @@ class Decoder(abc.ABC):
     @staticmethod
     def payload(data: str) -> Mapping[str, Any] | None:
         """An event's JSON object (None for an empty event, ``[DONE]`` or anything but an object)."""
-        if not data or data.strip() == "[DONE]":
+        if not data:
             return None
-        value = json.loads(data)
+        if data[0] == "{" and data[-1] == "}":  # the usual event: one scan, without json.loads' checks around it
+            try:
+                value, end = _scan(data, 0)
+            except StopIteration:
+                end = -1
+            if end == len(data):
+                return value
+        elif data.strip() == "[DONE]":
+            return None
+        value = json.loads(data)  # what the scan could not read: json.loads' reading (or error) of it
         return value if isinstance(value, Mapping) else None
 
     def kept(self, pieces: list[StreamEvent]) -> list[StreamEvent]:

@@ -32,24 +32,37 @@ class SSEParser:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes) -> list[tuple[str, str]]:
-        lines = (self._buffer + chunk).split(b"\n")
-        self._buffer = lines.pop()  # an unfinished line waits for the next chunk
+        buffer = self._buffer + chunk
+        end = buffer.rfind(b"\n") + 1
+        self._buffer = buffer[end:]  # an unfinished line waits for the next chunk
+        if not end:
+            return []
+        # The complete lines decoded at once (a line break never falls inside a UTF-8 sequence, so this reads
+        # what decoding line by line would).
+        text = buffer[:end].decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        lines.pop()  # what follows the last line break: nothing
+        carriage = "\r" in text
         out: list[tuple[str, str]] = []
-        for raw in lines:
-            line = raw.rstrip(b"\r").decode("utf-8", errors="replace")
+        event, data = self._event, self._data
+        for line in lines:
+            if carriage:
+                line = line.rstrip("\r")
             if not line:
-                if self._data or self._event:
-                    out.append((self._event, "\n".join(self._data)))
-                self._event, self._data = "", []
-            elif line.startswith(":"):
+                if data or event:
+                    out.append((event, "\n".join(data)))
+                event, data = "", []
+            elif line[0] == ":":
                 continue
             else:
                 name, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if name == "event":
-                    self._event = value
-                elif name == "data":
-                    self._data.append(value)
+                if value[:1] == " ":
+                    value = value[1:]
+                if name == "data":
+                    data.append(value)
+                elif name == "event":
+                    event = value
+        self._event, self._data = event, data
         return out
 
     def close(self) -> list[tuple[str, str]]:
