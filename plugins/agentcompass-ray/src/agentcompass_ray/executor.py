@@ -93,6 +93,15 @@ async def _follow(stream: Any, grant: RemoteGrant, node: str) -> RemoteOutcome |
     return None
 
 
+async def _follow_setup(stream: Any, node: str) -> None:
+    """Follow a node's set-up: each event it logs (an image pulled, built or pushed there) goes to the run's
+    log as it comes, naming ``node`` unless it does; its failure is raised."""
+    log = get_logger()
+    async for ref in stream:
+        _, (level, event, fields) = await asyncio.wrap_future(ref.future())
+        getattr(log, level)(event, **{"node": node, **fields})
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
@@ -191,8 +200,9 @@ class RayExecutor(Executor):
         if problems:
             return problems
         try:
-            await asyncio.wait_for(
-                asyncio.gather(*(a.handle.setup.remote(self._environments, self._image_locks) for a in actors)), None)
+            await asyncio.gather(*(_follow_setup(
+                a.handle.setup.options(num_returns="streaming").remote(self._environments, self._image_locks),
+                a.node.address) for a in actors))
         except ray.exceptions.RayTaskError as exc:
             return [f"setting up the environments failed: {_short(exc.cause or exc)}"]
         return []
