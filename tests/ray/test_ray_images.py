@@ -97,16 +97,17 @@ def test_with_a_registry_the_task_image_is_built_by_one_node_and_pulled_by_the_o
         assert tags[0] == tags[1] and len(tags[0]) == 1  # the same content key on both engines
         assert registry.repositories() == ["agentcompass-build"]
         # The nodes' image progress reaches the head's log as it happens, naming the node and the image:
-        # before the workers are ready, i.e. while the run waits for it.
+        # the build and the push before any task has finished.
         events = [e["event"] for e in records(tmp_path / "out" / "logs.jsonl")]
         (built,) = log_events(tmp_path / "out", "docker.image_built")
         (pushed,) = log_events(tmp_path / "out", "docker.image_pushed")
         (pulled,) = log_events(tmp_path / "out", "docker.image_pulled")
         assert built["node"] == pushed["node"] != pulled["node"], (built, pushed, pulled)
         assert {built["node"], pulled["node"]} == set(NODE_IPS)
-        assert pulled["image"].startswith(f"{registry.address}/agentcompass-build:"), pulled
-        assert max(events.index(n) for n in ("docker.image_built", "docker.image_pushed", "docker.image_pulled")
-                   ) < events.index("ray.workers_ready"), events
+        assert pulled["image"] == pushed["image"] == built["image"], (built, pushed, pulled)
+        assert pulled["registry"] == pushed["registry"] == registry.address, (pushed, pulled)
+        assert max(events.index(n) for n in ("docker.image_built", "docker.image_pushed")
+                   ) < events.index("task.finished"), events  # the builder's tasks waited for both
     finally:
         registry.stop()
 

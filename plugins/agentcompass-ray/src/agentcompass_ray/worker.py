@@ -9,6 +9,7 @@ closes its environments.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import AsyncIterator, Coroutine
@@ -26,6 +27,7 @@ class NodeWorker:
 
     def __init__(self) -> None:
         self.worker: AttemptWorker | None = None
+        self._node_log: asyncio.Queue[tuple[str, str, dict[str, Any]] | None] | None = None
 
     async def check(self, request: RunRequest) -> dict[str, Any]:
         """Load the plugins and build the run's benchmark, harness and environment here; what went wrong, if
@@ -42,13 +44,10 @@ class NodeWorker:
             problems = AttemptWorker.problems(request) or [f"{type(exc).__name__}: {exc}"]
         return {"host": socket.gethostname(), "pid": os.getpid(), "problems": problems}
 
-    async def setup(self, environments: list[EnvironmentSpec], image_locks: Any = None
-                    ) -> AsyncIterator[tuple[str, Any]]:
+    async def setup(self, environments: list[EnvironmentSpec], image_locks: Any = None) -> None:
         """Set the environment up; with ``image_locks`` (the run's :class:`~agentcompass_ray.images.BuildLocks`)
-        the provider pulls-or-builds each image under the cluster's lock for it. A streaming generator
-        (``num_returns="streaming"``): each event the set-up logs at info level or above (images pulled, built,
-        pushed; a registry that failed) as it happens — ``("log", (level, event, fields))`` — so that the head's
-        log shows a node's image progress while it lasts."""
+        the provider pulls-or-builds each image under the cluster's lock for it. What the set-up and the work it
+        starts (the images built in the background) log at info level or above goes to :meth:`node_log`."""
         assert self.worker is not None
         worker = self.worker
         share = getattr(worker.provider, "share_builds", None)  # the docker provider's, with a registry
@@ -56,19 +55,29 @@ class NodeWorker:
             import ray
 
             share(cluster_lock(image_locks, ray.get_runtime_context().get_node_id()))
-        told: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
+        queue, loop = self._node_log_queue(), asyncio.get_running_loop()
 
         def send(level: str, event: str, fields: dict[str, Any]) -> None:  # builds may log from threads
-            entry = ("log", (level, event, {k: sendable(v) for k, v in fields.items()}))
-            loop.call_soon_threadsafe(told.put_nowait, entry)
+            entry = (level, event, {k: sendable(v) for k, v in fields.items()})
+            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
+                loop.call_soon_threadsafe(queue.put_nowait, entry)
 
-        async def set_up() -> None:
-            with forwarded_warnings(send, levels=("info", *FORWARDED_LEVELS)):
-                await worker.setup(environments)
+        with forwarded_warnings(send, levels=("info", *FORWARDED_LEVELS)):
+            await worker.setup(environments)
 
-        async for item in _relayed(set_up(), told):
-            yield item
+    async def node_log(self) -> AsyncIterator[tuple[str, str, dict[str, Any]]]:
+        """A streaming generator (``num_returns="streaming"``), called once: each event this node's set-up and
+        the work it started log at info level or above — images pulled, built, pushed; a registry that failed —
+        as ``(level, event, fields)``, as it happens, until :meth:`close`. The head writes them to the run's log,
+        naming the node, so a node's image progress shows while it lasts."""
+        queue = self._node_log_queue()
+        while (entry := await queue.get()) is not None:
+            yield entry
+
+    def _node_log_queue(self) -> asyncio.Queue[tuple[str, str, dict[str, Any]] | None]:
+        if self._node_log is None:
+            self._node_log = asyncio.Queue()
+        return self._node_log
 
     async def run(self, attempt: RemoteAttempt) -> AsyncIterator[tuple[str, Any]]:
         """Run one attempt; a streaming generator (``num_returns="streaming"``): each phase change and each
@@ -90,6 +99,8 @@ class NodeWorker:
         yield "outcome", outcome[0]
 
     async def close(self) -> None:
+        if self._node_log is not None:
+            self._node_log.put_nowait(None)  # ends node_log
         if self.worker is not None:
             await self.worker.close()
             self.worker = None
