@@ -96,6 +96,18 @@ def test_with_a_registry_the_task_image_is_built_by_one_node_and_pulled_by_the_o
         tags = [_task_tags(e) for e in engines]
         assert tags[0] == tags[1] and len(tags[0]) == 1  # the same content key on both engines
         assert registry.repositories() == ["agentcompass-build"]
+        # The nodes' image progress reaches the head's log as it happens, naming the node and the image:
+        # the build and the push before any task has finished.
+        events = [e["event"] for e in records(tmp_path / "out" / "logs.jsonl")]
+        (built,) = log_events(tmp_path / "out", "docker.image_built")
+        (pushed,) = log_events(tmp_path / "out", "docker.image_pushed")
+        (pulled,) = log_events(tmp_path / "out", "docker.image_pulled")
+        assert built["node"] == pushed["node"] != pulled["node"], (built, pushed, pulled)
+        assert {built["node"], pulled["node"]} == set(NODE_IPS)
+        assert pulled["image"] == pushed["image"] == built["image"], (built, pushed, pulled)
+        assert pulled["registry"] == pushed["registry"] == registry.address, (pushed, pulled)
+        assert max(events.index(n) for n in ("docker.image_built", "docker.image_pushed")
+                   ) < events.index("task.finished"), events  # the builder's tasks waited for both
     finally:
         registry.stop()
 
@@ -108,6 +120,8 @@ def test_without_a_registry_each_node_builds_the_task_image(
     for engine, had in zip(engines, before, strict=True):
         assert "pull" not in _actions(engine, since) and "push" not in _actions(engine, since)
         assert len(_task_tags(engine) - had) == 1  # built there
+    built = log_events(tmp_path / "out", "docker.image_built")
+    assert sorted(e["node"] for e in built) == sorted(NODE_IPS), built  # each node said so, in the head's log
 
 
 def test_a_registry_that_is_not_an_address_is_a_usage_error(image_cluster: LocalCluster, tmp_path: Path) -> None:

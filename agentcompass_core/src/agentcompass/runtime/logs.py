@@ -80,8 +80,9 @@ class _Forwarding:
     """A run logger that sends warnings and errors on and leaves the rest where it went before (and what is
     logged while sending, as a head in this same process writing what it was sent)."""
 
-    def __init__(self, send: Callable[[str, str, dict[str, Any]], None], before: Any) -> None:
-        self._send, self._before = send, before
+    def __init__(self, send: Callable[[str, str, dict[str, Any]], None], before: Any,
+                 levels: tuple[str, ...] = FORWARDED_LEVELS) -> None:
+        self._send, self._before, self._levels = send, before, levels
         self._sending = False
 
     def _forward(self, level: str, event: str, fields: dict[str, Any]) -> None:
@@ -100,25 +101,33 @@ class _Forwarding:
         elif _fallback.isEnabledFor(_LEVELS[level]):
             _fallback.log(_LEVELS[level], "%s %s", event, fields)
 
+    def _log(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        if level in self._levels:
+            self._forward(level, event, fields)
+        else:
+            self._pass(level, event, fields)
+
     def debug(self, event: str, **fields: Any) -> None:
-        self._pass("debug", event, fields)
+        self._log("debug", event, fields)
 
     def info(self, event: str, **fields: Any) -> None:
-        self._pass("info", event, fields)
+        self._log("info", event, fields)
 
     def warning(self, event: str, **fields: Any) -> None:
-        self._forward("warning", event, fields)
+        self._log("warning", event, fields)
 
     def error(self, event: str, **fields: Any) -> None:
-        self._forward("error", event, fields)
+        self._log("error", event, fields)
 
 
 @contextlib.contextmanager
-def forwarded_warnings(send: Callable[[str, str, dict[str, Any]], None]) -> Iterator[None]:
-    """Within the block (and the tasks it starts), warning and error events go to ``send(level, event,
-    fields)`` instead of the run's log; the rest go where they went. A remote worker uses it to send an
-    attempt's warnings to the head's ``logs.jsonl`` (:mod:`agentcompass.runtime.remote`)."""
-    token = _run_logger.set(_Forwarding(send, _run_logger.get()))
+def forwarded_warnings(send: Callable[[str, str, dict[str, Any]], None], *,
+                       levels: tuple[str, ...] = FORWARDED_LEVELS) -> Iterator[None]:
+    """Within the block (and the tasks it starts), warning and error events (the events of ``levels``) go to
+    ``send(level, event, fields)`` instead of the run's log; the rest go where they went. A remote worker uses
+    it to send an attempt's warnings to the head's ``logs.jsonl`` (:mod:`agentcompass.runtime.remote`), and its
+    set-up's progress (``levels=("info", "warning", "error")``: images pulled, built, pushed)."""
+    token = _run_logger.set(_Forwarding(send, _run_logger.get(), levels))
     try:
         yield
     finally:

@@ -4,7 +4,7 @@ The data that crosses over is :mod:`agentcompass.runtime.remote_attempts`; the w
 engine's :mod:`agentcompass.remote_worker`. This module only hands both on, under the import path executors use.
 """
 
-from agentcompass.remote_worker import AttemptWorker
+from agentcompass.remote_worker import AttemptWorker, sendable
 from agentcompass.runtime.remote_attempts import (
     RemoteAttempt,
     RemoteGrant,
@@ -16,4 +16,4 @@ from agentcompass.runtime.remote_attempts import (
 )
 
 __all__ = ["AttemptWorker", "RemoteAttempt", "RemoteGrant", "RemoteLog", "RemoteOutcome", "pack_dir", "scrub_request",
-           "unpack_dir"]
+           "sendable", "unpack_dir"]

@@ -51,6 +51,8 @@ class _Actor:
     node: NodeSlots
     busy: int = 0
     alive: bool = True
+    node_log: Any = None
+    log_follower: asyncio.Task[None] | None = None
 
     @property
     def free(self) -> int:
@@ -91,6 +93,17 @@ async def _follow(stream: Any, grant: RemoteGrant, node: str) -> RemoteOutcome |
         else:
             return value
     return None
+
+
+async def _follow_node_log(stream: Any, node: str) -> None:
+    """Follow a node's own log (:meth:`~agentcompass_ray.worker.NodeWorker.node_log`: an image pulled, built or
+    pushed there): each event goes to the run's log as it comes, naming ``node`` unless it does. Ends with the
+    node's worker; a worker lost is said elsewhere (``ray.worker_lost``)."""
+    log = get_logger()
+    with contextlib.suppress(Exception):
+        async for ref in stream:
+            level, event, fields = await asyncio.wrap_future(ref.future())
+            getattr(log, level)(event, **{"node": node, **fields})
 
 
 def _short(exc: BaseException) -> str:
@@ -190,9 +203,10 @@ class RayExecutor(Executor):
                     for p in r["problems"]]
         if problems:
             return problems
+        for a in actors:  # followed once the run's log is open (_follow_node_logs); kept by Ray until then
+            a.node_log = a.handle.node_log.options(num_returns="streaming").remote()
         try:
-            await asyncio.wait_for(
-                asyncio.gather(*(a.handle.setup.remote(self._environments, self._image_locks) for a in actors)), None)
+            await asyncio.gather(*(a.handle.setup.remote(self._environments, self._image_locks) for a in actors))
         except ray.exceptions.RayTaskError as exc:
             return [f"setting up the environments failed: {_short(exc.cause or exc)}"]
         return []
@@ -202,6 +216,7 @@ class RayExecutor(Executor):
     async def execute(self, attempts: AttemptSource, context: ExecutionContext) -> None:
         url = self._gateway_url(context)
         log = get_logger()
+        self._follow_node_logs()
         log.info("ray.workers_ready", nodes=[a.node.address for a in self._actors],
                  slots=[a.node.slots for a in self._actors], demand=self._demand, gateway=url)
         held = sum(a.node.slots for a in self._actors)
@@ -228,6 +243,13 @@ class RayExecutor(Executor):
                 self._replenishing.cancel()
                 with contextlib.suppress(BaseException):
                     await self._replenishing
+
+    def _follow_node_logs(self) -> None:
+        """Write each worker's own log (its set-up's image progress) to the run's log from now on: called where
+        the run's log is open (the run, not :meth:`check`, which comes before it)."""
+        for a in self._actors:
+            if a.node_log is not None and a.log_follower is None:
+                a.log_follower = asyncio.create_task(_follow_node_log(a.node_log, a.node.address))
 
     def _gateway_url(self, context: ExecutionContext) -> str:
         import ray
@@ -351,6 +373,7 @@ class RayExecutor(Executor):
                 async with self._changed:
                     self._actors = [*(a for a in self._actors if a.alive or a.busy), *fresh]
                     self._changed.notify_all()
+                self._follow_node_logs()
                 log.info(event, nodes=[a.node.address for a in fresh], slots=[a.node.slots for a in fresh])
                 return True
             except Exception as exc:
@@ -374,6 +397,10 @@ class RayExecutor(Executor):
             closing = [a.handle.close.remote() for a in live]
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), CLOSE_SECONDS)
+        followers = [a.log_follower for a in self._actors if a.log_follower is not None]
+        if followers:  # each ends once its worker closed; what it still had to say is written first
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.gather(*followers, return_exceptions=True), 5)
         for a in self._actors:
             with contextlib.suppress(Exception):
                 ray.kill(a.handle)
