@@ -20,7 +20,9 @@ A build streams its output into a log file (kept) and reports each step as it st
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import os
 import re
@@ -30,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agentcompass.errors import SetupError
@@ -67,6 +69,23 @@ def cache_dir() -> Path:
     ``~/.cache/agentcompass/agents``)."""
     base = os.environ.get("AGENTCOMPASS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "agentcompass")
     return Path(base) / "agents"
+
+
+@contextlib.contextmanager
+def machine_lock(path: Path, waiting: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (made if missing) across processes of this machine; ``waiting()``
+    is called once when another process holds it, before waiting for it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def stderr_progress(line: str) -> None:
@@ -189,10 +208,13 @@ class Installer:
         with self._lock:
             if tag in self._ready:
                 return tag
-            if self._exists(tag):
-                log.debug("agents.bundle_reused", agent=agent.name, version=version, image=tag)
-            else:
-                self._build(agent, version, tag)
+            # One build per machine: another process (a second run, CI's prebuild) building it is waited for.
+            with machine_lock(self.root / "locks" / f"{tag.partition(':')[2]}.lock",
+                              lambda: self._say(f"waiting for another process's build of {agent.name} {version}")):
+                if self._exists(tag):
+                    log.debug("agents.bundle_reused", agent=agent.name, version=version, image=tag)
+                else:
+                    self._build(agent, version, tag)
             self._ready[tag] = tag
         return tag
 
