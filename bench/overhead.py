@@ -14,8 +14,9 @@ Prints:
 With ``--otel``, instead: the cost of OpenTelemetry tracing (agentcompass-otel) at 0 ms model latency, the
 worst case — per-task time with tracing on (spans exported over OTLP/HTTP to a sink on loopback, in a child
 process) against off (the plugin installed, ``--otel`` not given) and absent (the plugin not loaded), the
-median of 5 alternating runs each at concurrency 8 and 100; and the same runs' CPU time per task, of the run's
-process (all its threads) and of the exporting child process agentcompass-otel sends the spans through.
+median of 6 alternating runs (the order rotated) each at concurrency 8 and 100; and the same runs' CPU time
+per task, of the run's process (all its threads) and of the exporting child process agentcompass-otel sends the
+spans through.
 
 With ``--inspect``, instead: the whole-process comparison with Inspect AI (the issue's "overhead against Inspect
 AI, 1,000 tasks x 3 stub calls, whole process"): a child process running N tasks through agentcompass (as above,
@@ -275,15 +276,16 @@ def _children_cpu() -> float:
 
 def otel_overhead(n: int) -> None:
     print(f"OpenTelemetry overhead — N={n} tasks × K={K} in-process mock calls, 0 ms latency, local environment; "
-          f"median of 5 alternating runs")
+          f"median of 6 alternating runs, the order rotated")
     with otlp_sink() as endpoint:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
         for concurrency in (8, 100):
             times: dict[str, list[float]] = {"absent": [], "off": [], "on": []}
             cpu: dict[str, list[float]] = {mode: [] for mode in times}
             child_cpu: dict[str, list[float]] = {mode: [] for mode in times}
-            for _ in range(5):
-                for mode in times:
+            modes = list(times)
+            for round_ in range(6):  # each mode in each position twice: no mode always runs first or last
+                for mode in modes[round_ % 3:] + modes[:round_ % 3]:
                     started, children = time.process_time(), _children_cpu()
                     times[mode].append(run_once(n, concurrency, 0.0, otel=mode))
                     cpu[mode].append(time.process_time() - started)
