@@ -310,6 +310,21 @@ def test_without_an_address_a_local_instance_runs_and_goes(tmp_path: Path) -> No
     shutil.rmtree(temp, ignore_errors=True)
 
 
+def test_without_an_address_a_cluster_this_machine_names_is_not_joined(tmp_path: Path) -> None:
+    """A cluster `ray start` left named on this machine (here RAY_ADDRESS, as a dead one's
+    /tmp/ray/ray_current_cluster would) is not what a run without ``address=`` joins: it starts its own."""
+    temp = Path(subprocess.check_output(["mktemp", "-d", "/tmp/acrayl.XXXX"], text=True).strip())
+    try:
+        proc = run_cli(None, "run", "example_interactive", "none", "mock", "--executor", "ray", "--executor-arg",
+                       f"temp_dir={temp}", "-o", str(tmp_path / "run"), "-c", "2",
+                       env={"RAY_ADDRESS": "127.0.0.1:9", "HOME": str(tmp_path / "home")})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+        assert summary["status_counts"] == {"COMPLETED": 11}
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
 def test_a_claude_like_client_on_the_worker_is_passed_through_and_streamed_by_the_head(
         cluster: LocalCluster, tmp_path: Path) -> None:
     """An Anthropic SDK client in a ``command`` run on the worker node, against an Anthropic-protocol provider:

@@ -122,7 +122,10 @@ def connect(options: RayOptions, *, local_cpus: float, secrets: Iterable[str]) -
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
                               "namespace": "agentcompass"}
     if options.address is None:
-        kwargs.update(num_cpus=max(1, math.ceil(local_cpus)), _node_ip_address=options.node_ip or LOCAL_NODE_IP)
+        # "local": a new instance even when this machine has a cluster (`ray start`, RAY_ADDRESS, or one that
+        # died and left /tmp/ray/ray_current_cluster): ray.init would join that instead, and refuse num_cpus.
+        kwargs.update(address="local", num_cpus=max(1, math.ceil(local_cpus)),
+                      _node_ip_address=options.node_ip or LOCAL_NODE_IP)
         _private_token(connection)
     else:
         kwargs["address"] = options.address
