@@ -6,6 +6,7 @@ what it did. An agent whose install cannot reach its registry here is skipped wi
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shlex
@@ -203,12 +204,12 @@ async def test_openhands_at_its_iteration_limit_is_a_run_error_naming_it(name: s
     result = run.result("hello")
     assert result.status is TaskStatus.RUN_ERROR, result.error
     assert "openhands exited with status 1" in (result.error or "")
-    assert "the conversation ended error" in (result.error or ""), result.error
+    verdicts = [json.loads(p.read_text()) for p in (run.run_dir / "artifacts").rglob("result.json")]
+    assert any(v.get("status") == "error" for v in verdicts), verdicts  # the driver's own verdict, kept
     record = result.artifacts["agent"]
     assert record["stop_reason"] == "error" and record["tool_calls"] == 1, record
     assert any("maximum iterations limit (1)" in e for e in record["agent_errors"]), record
     assert len(job.outputs) == 0  # the model was asked once: the limit came before a second call
-    assert any(p.name == "result.json" for p in (run.run_dir / "artifacts").rglob("*"))
     no_secret_in(run.run_dir)
 
 

@@ -83,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
     }
     (persistence / RESULT).write_text(json.dumps(result, indent=2), encoding="utf-8")
-    print(json.dumps({"agentcompass_openhands": result}), flush=True)
+    try:  # result.json is what the harness reads; stdout may be gone (seen once: EBADF after the agent's terminal)
+        print(json.dumps({"agentcompass_openhands": result}), flush=True)
+    except OSError:
+        pass
     if error or state.execution_status != ConversationExecutionStatus.FINISHED:
         print(f"agentcompass-openhands: the conversation ended {status}"
               f"{': ' + error if error else ''}", file=sys.stderr)
