@@ -25,8 +25,6 @@ from urllib.parse import urlsplit
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from agentcompass_otel.trace import traces_endpoint  # noqa: F401  (where it was)
-
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
